@@ -1,0 +1,147 @@
+// qdq — ONNX QuantizeLinear, DequantizeLinear and DynamicQuantizeLinear, bit-exact, every opset.
+//
+// The three operators take caller-owned, contiguous tensors in ONNX's layout (row-major; INT4, UINT4,
+// FLOAT4E2M1 packed two per byte and INT2, UINT2 four per byte, first element in the low bits;
+// multi-byte elements little-endian, i.e. native on the platforms qdq supports), so an ONNX
+// TensorProto's raw_data can be passed without copying.
+//
+// Every call validates first, against the rules of the operator version the opset selects, and only
+// then writes the output: on any qdq::Error the output buffer is untouched.
+//
+// Where the ONNX text and its reference implementation disagree, qdq follows the decisions listed in
+// README.md ("Policy") — e.g. QuantizeLinear divides in the type of y_scale (or `precision`), a NaN
+// quotient gives the integer type's minimum, ±inf saturates, NaN → FLOAT4E2M1 gives +6, ±inf →
+// FLOAT8E4M3FNUZ/E5M2FNUZ with saturate=1 gives NaN.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "qdq/export.hpp"
+#include "qdq/types.hpp"
+#include "qdq/version.hpp"
+
+namespace qdq {
+
+/// A read-only view of a caller-owned tensor. `data` points at `size_bytes` bytes holding
+/// element_count(shape) elements of `type` in ONNX's layout. The view does not own anything.
+struct TensorView {
+  DataType type = DataType::kUndefined;
+  std::span<const int64_t> shape;  // empty = rank 0 (one element)
+  const void* data = nullptr;
+  size_t size_bytes = 0;
+};
+
+/// A writable view of a caller-owned output buffer; the same layout rules as TensorView.
+struct MutableTensorView {
+  DataType type = DataType::kUndefined;
+  std::span<const int64_t> shape;
+  void* data = nullptr;
+  size_t size_bytes = 0;
+};
+
+/// What an operator will produce: the caller allocates `size_bytes` bytes for it.
+struct TensorSpec {
+  DataType type = DataType::kUndefined;
+  std::vector<int64_t> shape;
+  uint64_t size_bytes = 0;
+};
+
+/// QuantizeLinear's attributes. `opset` is the model's ai.onnx opset (>= 10); qdq runs the operator
+/// version it selects (10, 13, 19, 21, 23, 24 or 25). An attribute left empty takes its default; one
+/// set that the version does not define is an error (e.g. `axis` at opset 10, `precision` below 23).
+struct QuantizeLinearAttributes {
+  int64_t opset = 25;
+  std::optional<int64_t> axis;          // default 1; negative counts from the back (v13+)
+  std::optional<int64_t> saturate;      // default 1; float8 outputs only (v19+)
+  std::optional<int64_t> block_size;    // default 0 = not blocked (v21+)
+  std::optional<int64_t> output_dtype;  // default 0 = from the zero point, else UINT8 (v21+)
+  std::optional<int64_t> precision;     // default 0 = the type of y_scale (v23+)
+};
+
+/// DequantizeLinear's attributes; the same conventions as QuantizeLinearAttributes.
+struct DequantizeLinearAttributes {
+  int64_t opset = 25;
+  std::optional<int64_t> axis;          // default 1 (v13+)
+  std::optional<int64_t> block_size;    // default 0 (v21+)
+  std::optional<int64_t> output_dtype;  // default 0 = the type of x_scale (v23+)
+};
+
+/// A caller's parallel-for: run body(task) for every task in [0, tasks), in any order and on any
+/// threads, and return when all have finished. qdq's results never depend on how tasks are spread.
+using ParallelFor = std::function<void(size_t tasks, const std::function<void(size_t task)>& body)>;
+
+/// How a call runs. The defaults read QDQ_NUM_THREADS and QDQ_FORCE_SCALAR from the environment.
+struct ExecutionOptions {
+  /// Threads to use: 0 = the process default (set_default_num_threads, else QDQ_NUM_THREADS, else the
+  /// number of hardware threads). 1 = the calling thread only.
+  int num_threads = 0;
+  /// Use the scalar reference kernels even where a vectorised one exists (also QDQ_FORCE_SCALAR=1).
+  bool force_scalar = false;
+  /// If set, qdq hands its tasks (fixed-size pieces of the tensor, so results do not depend on how
+  /// they are run) to this instead of its own thread pool; num_threads is then not used.
+  ParallelFor parallel_for;
+};
+
+/// Sets the process-wide default thread count used when ExecutionOptions::num_threads is 0
+/// (0 restores the QDQ_NUM_THREADS / hardware default). Thread-safe.
+QDQ_API void set_default_num_threads(int threads);
+
+/// The thread count a call with num_threads = 0 would use now. Thread-safe.
+QDQ_API int default_num_threads();
+
+/// Validates a QuantizeLinear node and returns its output's type, shape and byte size.
+/// Throws qdq::Error naming the violated rule. Allocates only the returned shape; single-threaded.
+/// `y_zero_point` may be null (absent).
+QDQ_API TensorSpec quantize_linear_output(const QuantizeLinearAttributes& attributes,
+                                          const TensorView& x, const TensorView& y_scale,
+                                          const TensorView* y_zero_point);
+
+/// Computes QuantizeLinear: y = saturate(round_half_even(x / y_scale) + y_zero_point), per-tensor,
+/// per-axis or blocked as the scale's shape says. `y` must match quantize_linear_output exactly
+/// (type, shape, byte size). Validates everything before writing; on error throws qdq::Error and
+/// leaves `y` untouched. Allocates nothing proportional to the tensor (a few KiB of scratch per
+/// thread); threads as `options` say, with results independent of the thread count.
+QDQ_API void quantize_linear(const QuantizeLinearAttributes& attributes, const TensorView& x,
+                             const TensorView& y_scale, const TensorView* y_zero_point,
+                             const MutableTensorView& y, const ExecutionOptions& options = {});
+
+/// Validates a DequantizeLinear node and returns its output's type, shape and byte size.
+/// Throws qdq::Error naming the violated rule. Allocates only the returned shape; single-threaded.
+QDQ_API TensorSpec dequantize_linear_output(const DequantizeLinearAttributes& attributes,
+                                            const TensorView& x, const TensorView& x_scale,
+                                            const TensorView* x_zero_point);
+
+/// Computes DequantizeLinear: y = (x − x_zero_point) · x_scale, the difference exact, the product in
+/// float32 and rounded once to the output type. Same validation, allocation and threading contract
+/// as quantize_linear.
+QDQ_API void dequantize_linear(const DequantizeLinearAttributes& attributes, const TensorView& x,
+                               const TensorView& x_scale, const TensorView* x_zero_point,
+                               const MutableTensorView& y, const ExecutionOptions& options = {});
+
+/// The scale and zero point DynamicQuantizeLinear derives from x.
+struct DynamicQuantizationParameters {
+  float y_scale = 0.0f;
+  uint8_t y_zero_point = 0;
+};
+
+/// Computes DynamicQuantizeLinear (opset >= 11): the uint8 scale and zero point covering
+/// [min(0, min x), max(0, max x)], then y = QuantizeLinear(x) with them. `x` must be FLOAT with at
+/// least one element; `y` UINT8 of x's shape. Throws qdq::Error before writing anything on bad input.
+/// Allocates nothing proportional to the tensor; threads as `options` say (two passes: min/max, then
+/// quantize), deterministic for any thread count.
+QDQ_API DynamicQuantizationParameters dynamic_quantize_linear(const TensorView& x,
+                                                              const MutableTensorView& y,
+                                                              const ExecutionOptions& options = {},
+                                                              int64_t opset = 11);
+
+/// The operator version (since-version) that a model opset selects for QuantizeLinear and
+/// DequantizeLinear: 10, 13, 19, 21, 23, 24 or 25. Throws qdq::Error for an opset below 10.
+QDQ_API int quantize_linear_version(int64_t opset);
+
+}  // namespace qdq

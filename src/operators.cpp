@@ -1,0 +1,130 @@
+// The public operator entry points: validate (plan), choose the kernel once, run it over the plan's
+// tasks. Nothing is written before validation has passed.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "kernels/kernels.hpp"
+#include "parallel.hpp"
+#include "plan.hpp"
+#include "qdq/qdq.hpp"
+
+namespace qdq {
+
+int quantize_linear_version(int64_t opset) {
+  if (opset < 10) throw Error("opset " + std::to_string(opset) + " has no QuantizeLinear/DequantizeLinear (they start at opset 10)");
+  for (int v : {25, 24, 23, 21, 19, 13}) {
+    if (opset >= v) return v;
+  }
+  return 10;
+}
+
+TensorSpec quantize_linear_output(const QuantizeLinearAttributes& attributes, const TensorView& x, const TensorView& y_scale,
+                                  const TensorView* y_zero_point) {
+  detail::QuantizeCall call = detail::plan_quantize(attributes, x, y_scale, y_zero_point);
+  return {call.y_type, std::move(call.y_shape), call.y_bytes};
+}
+
+void quantize_linear(const QuantizeLinearAttributes& attributes, const TensorView& x, const TensorView& y_scale,
+                     const TensorView* y_zero_point, const MutableTensorView& y, const ExecutionOptions& options) {
+  const detail::QuantizeCall call = detail::plan_quantize(attributes, x, y_scale, y_zero_point);
+  detail::check_output("QuantizeLinear-" + std::to_string(call.version), y, call.y_type, call.y_shape, call.y_bytes);
+  const detail::QuantizeKernel kernel = detail::select_quantize_kernel(call, detail::resolve_force_scalar(options));
+  detail::parallel_ranges(call.plan.elements, options, [&](int64_t begin, int64_t end) { kernel(call, y.data, begin, end); });
+}
+
+TensorSpec dequantize_linear_output(const DequantizeLinearAttributes& attributes, const TensorView& x, const TensorView& x_scale,
+                                    const TensorView* x_zero_point) {
+  detail::DequantizeCall call = detail::plan_dequantize(attributes, x, x_scale, x_zero_point);
+  return {call.y_type, std::move(call.y_shape), call.y_bytes};
+}
+
+void dequantize_linear(const DequantizeLinearAttributes& attributes, const TensorView& x, const TensorView& x_scale,
+                       const TensorView* x_zero_point, const MutableTensorView& y, const ExecutionOptions& options) {
+  const detail::DequantizeCall call = detail::plan_dequantize(attributes, x, x_scale, x_zero_point);
+  detail::check_output("DequantizeLinear-" + std::to_string(call.version), y, call.y_type, call.y_shape, call.y_bytes);
+  const detail::DequantizeKernel kernel = detail::select_dequantize_kernel(call, detail::resolve_force_scalar(options));
+  detail::parallel_ranges(call.plan.elements, options, [&](int64_t begin, int64_t end) { kernel(call, y.data, begin, end); });
+}
+
+namespace {
+
+/// NaN-propagating min and max of a float32 range, as NumPy's min/max compute them.
+struct Range {
+  float lo;
+  float hi;
+  bool nan;
+};
+
+Range range_of(const float* x, int64_t begin, int64_t end) {
+  Range r{0.0f, 0.0f, false};  // the range always contains 0
+  for (int64_t i = begin; i < end; ++i) {
+    const float v = x[i];
+    if (std::isnan(v)) {
+      r.nan = true;
+    } else {
+      r.lo = std::min(r.lo, v);
+      r.hi = std::max(r.hi, v);
+    }
+  }
+  return r;
+}
+
+}  // namespace
+
+DynamicQuantizationParameters dynamic_quantize_linear(const TensorView& x, const MutableTensorView& y, const ExecutionOptions& options,
+                                                      int64_t opset) {
+  const std::string op = "DynamicQuantizeLinear-11";
+  if (opset < 11) throw Error(op + ": opset " + std::to_string(opset) + " has no DynamicQuantizeLinear (it starts at opset 11)");
+  if (x.type != DataType::kFloat) throw Error(op + ": x has element type " + data_type_name(x.type) + ", but must be FLOAT");
+  uint64_t count;
+  try {
+    count = element_count(x.shape);
+  } catch (const Error& e) {
+    throw Error(op + ": x: " + e.what());
+  }
+  if (x.size_bytes != count * 4) {
+    throw Error(op + ": x of shape " + shape_to_string(x.shape) + " needs " + std::to_string(count * 4) + " bytes, but its buffer has " +
+                std::to_string(x.size_bytes));
+  }
+  if (count == 0) throw Error(op + ": x is empty (shape " + shape_to_string(x.shape) + "); its range, and so the scale, is undefined");
+  if (x.data == nullptr) throw Error(op + ": x has a null data pointer");
+  const std::vector<int64_t> shape(x.shape.begin(), x.shape.end());
+  detail::check_output(op, y, DataType::kUint8, shape, count);
+
+  const auto* data = static_cast<const float*>(x.data);
+  const auto elements = static_cast<int64_t>(count);
+  // Pass 1: the range, one partial result per fixed task, combined in task order.
+  const int64_t tasks = (elements + detail::kTaskGrain - 1) / detail::kTaskGrain;
+  std::vector<Range> partial(static_cast<size_t>(tasks));
+  detail::parallel_ranges(elements, options, [&](int64_t begin, int64_t end) {
+    partial[static_cast<size_t>(begin / detail::kTaskGrain)] = range_of(data, begin, end);
+  });
+  Range all{0.0f, 0.0f, false};
+  for (const Range& r : partial) {
+    all.nan = all.nan || r.nan;
+    all.lo = std::min(all.lo, r.lo);
+    all.hi = std::max(all.hi, r.hi);
+  }
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const float lo = all.nan ? nan : all.lo;
+  const float hi = all.nan ? nan : all.hi;
+
+  // The scale and zero point, in float32 exactly as the reference computes them.
+  DynamicQuantizationParameters params;
+  params.y_scale = (hi == lo ? 1.0f : hi - lo) / 255.0f;
+  const float zero_point = 0.0f - lo / params.y_scale;
+  const float clamped = std::isnan(zero_point) ? 255.0f : std::clamp(zero_point, 0.0f, 255.0f);
+  params.y_zero_point = static_cast<uint8_t>(std::nearbyint(clamped));
+
+  // Pass 2: QuantizeLinear (opset 10 rules) with that scale and zero point.
+  const int64_t scalar_shape[1] = {1};
+  QuantizeLinearAttributes attributes;
+  attributes.opset = 10;
+  const TensorView scale_view{DataType::kFloat, {}, &params.y_scale, 4};
+  const TensorView zero_point_view{DataType::kUint8, std::span<const int64_t>(scalar_shape, 1), &params.y_zero_point, 1};
+  quantize_linear(attributes, x, scale_view, &zero_point_view, y, options);
+  return params;
+}
+
+}  // namespace qdq

@@ -1,0 +1,145 @@
+// qdq's thread pool: persistent workers, one job at a time, tasks handed out through an atomic
+// counter. A call that finds the pool busy (another thread's call, or a nested one) runs its tasks
+// on its own thread instead of waiting.
+#include "parallel.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <cstdlib>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace qdq {
+namespace {
+
+std::atomic<int> g_default_threads{0};
+
+class ThreadPool {
+ public:
+  ~ThreadPool() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stop_ = true;
+    }
+    wake_.notify_all();
+    for (std::thread& t : workers_) t.join();
+  }
+
+  void run(size_t tasks, int threads, const std::function<void(size_t)>& body) {
+    std::unique_lock<std::mutex> job(job_mutex_, std::try_to_lock);
+    if (!job.owns_lock() || threads <= 1 || tasks <= 1) {
+      for (size_t t = 0; t < tasks; ++t) body(t);
+      return;
+    }
+    const int helpers = static_cast<int>(std::min<size_t>(static_cast<size_t>(threads - 1), tasks - 1));
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      while (static_cast<int>(workers_.size()) < helpers) {
+        const int id = static_cast<int>(workers_.size());
+        workers_.emplace_back([this, id] { work(id); });
+      }
+      body_ = &body;
+      tasks_ = tasks;
+      next_.store(0);
+      participants_ = helpers;
+      running_ = helpers;
+      ++generation_;
+    }
+    wake_.notify_all();
+    drain();
+    std::unique_lock<std::mutex> lock(mutex_);
+    done_.wait(lock, [this] { return running_ == 0; });
+    body_ = nullptr;
+  }
+
+ private:
+  void drain() {
+    for (size_t t = next_.fetch_add(1); t < tasks_; t = next_.fetch_add(1)) (*body_)(t);
+  }
+
+  void work(int id) {
+    uint64_t seen = 0;
+    std::unique_lock<std::mutex> lock(mutex_);
+    for (;;) {
+      wake_.wait(lock, [&] { return stop_ || generation_ != seen; });
+      if (stop_) return;
+      seen = generation_;
+      if (id >= participants_) continue;
+      lock.unlock();
+      drain();
+      lock.lock();
+      if (--running_ == 0) done_.notify_all();
+    }
+  }
+
+  std::mutex job_mutex_;
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  std::condition_variable done_;
+  std::vector<std::thread> workers_;
+  const std::function<void(size_t)>* body_ = nullptr;
+  size_t tasks_ = 0;
+  std::atomic<size_t> next_{0};
+  int participants_ = 0;
+  int running_ = 0;
+  uint64_t generation_ = 0;
+  bool stop_ = false;
+};
+
+ThreadPool& pool() {
+  static ThreadPool instance;
+  return instance;
+}
+
+int environment_threads() {
+  if (const char* env = std::getenv("QDQ_NUM_THREADS")) {
+    char* end = nullptr;
+    const long n = std::strtol(env, &end, 10);
+    if (end != env && *end == '\0' && n > 0) return static_cast<int>(std::min(n, 1024L));
+  }
+  const unsigned hw = std::thread::hardware_concurrency();
+  return hw == 0 ? 1 : static_cast<int>(hw);
+}
+
+}  // namespace
+
+void set_default_num_threads(int threads) { g_default_threads.store(threads > 0 ? threads : 0); }
+
+int default_num_threads() {
+  const int set = g_default_threads.load();
+  return set > 0 ? set : environment_threads();
+}
+
+namespace detail {
+
+int resolve_num_threads(const ExecutionOptions& options) {
+  return options.num_threads > 0 ? options.num_threads : default_num_threads();
+}
+
+bool resolve_force_scalar(const ExecutionOptions& options) {
+  if (options.force_scalar) return true;
+  const char* env = std::getenv("QDQ_FORCE_SCALAR");
+  return env != nullptr && env[0] != '\0' && std::string(env) != "0";
+}
+
+void parallel_ranges(int64_t elements, const ExecutionOptions& options, const std::function<void(int64_t, int64_t)>& fn) {
+  if (elements <= 0) return;
+  const auto tasks = static_cast<size_t>((elements + kTaskGrain - 1) / kTaskGrain);
+  const std::function<void(size_t)> body = [&](size_t task) {
+    const int64_t begin = static_cast<int64_t>(task) * kTaskGrain;
+    fn(begin, std::min(elements, begin + kTaskGrain));
+  };
+  if (tasks == 1) {
+    body(0);
+  } else if (options.parallel_for) {
+    options.parallel_for(tasks, body);
+  } else {
+    pool().run(tasks, resolve_num_threads(options), body);
+  }
+}
+
+}  // namespace detail
+}  // namespace qdq

@@ -1,0 +1,119 @@
+// Names, sizes and element counts of ONNX element types.
+#include <array>
+#include <cctype>
+#include <string>
+
+#include "qdq/types.hpp"
+
+namespace qdq {
+namespace {
+
+struct TypeInfo {
+  DataType type;
+  const char* name;
+  int bits;
+};
+
+constexpr std::array<TypeInfo, 26> kTypes{{
+    {DataType::kFloat, "FLOAT", 32},
+    {DataType::kUint8, "UINT8", 8},
+    {DataType::kInt8, "INT8", 8},
+    {DataType::kUint16, "UINT16", 16},
+    {DataType::kInt16, "INT16", 16},
+    {DataType::kInt32, "INT32", 32},
+    {DataType::kInt64, "INT64", 64},
+    {DataType::kString, "STRING", 0},
+    {DataType::kBool, "BOOL", 8},
+    {DataType::kFloat16, "FLOAT16", 16},
+    {DataType::kDouble, "DOUBLE", 64},
+    {DataType::kUint32, "UINT32", 32},
+    {DataType::kUint64, "UINT64", 64},
+    {DataType::kComplex64, "COMPLEX64", 64},
+    {DataType::kComplex128, "COMPLEX128", 128},
+    {DataType::kBFloat16, "BFLOAT16", 16},
+    {DataType::kFloat8E4M3FN, "FLOAT8E4M3FN", 8},
+    {DataType::kFloat8E4M3FNUZ, "FLOAT8E4M3FNUZ", 8},
+    {DataType::kFloat8E5M2, "FLOAT8E5M2", 8},
+    {DataType::kFloat8E5M2FNUZ, "FLOAT8E5M2FNUZ", 8},
+    {DataType::kUint4, "UINT4", 4},
+    {DataType::kInt4, "INT4", 4},
+    {DataType::kFloat4E2M1, "FLOAT4E2M1", 4},
+    {DataType::kFloat8E8M0, "FLOAT8E8M0", 8},
+    {DataType::kUint2, "UINT2", 2},
+    {DataType::kInt2, "INT2", 2},
+}};
+
+const TypeInfo* find(DataType type) {
+  const auto v = static_cast<int32_t>(type);
+  if (v < 1 || v > 26) return nullptr;
+  return &kTypes[static_cast<size_t>(v - 1)];
+}
+
+}  // namespace
+
+std::string data_type_name(DataType type) {
+  if (const TypeInfo* info = find(type)) return info->name;
+  if (type == DataType::kUndefined) return "UNDEFINED";
+  return "DataType(" + std::to_string(static_cast<int32_t>(type)) + ")";
+}
+
+std::optional<DataType> parse_data_type(std::string_view name) {
+  if (name.starts_with("tensor(") && name.ends_with(")")) name = name.substr(7, name.size() - 8);
+  std::string upper(name);
+  for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  if (upper == "FLOAT32") upper = "FLOAT";
+  if (upper == "FLOAT64") upper = "DOUBLE";
+  for (const TypeInfo& info : kTypes) {
+    if (upper == info.name) return info.type;
+  }
+  return std::nullopt;
+}
+
+bool is_known_data_type(int32_t value) noexcept { return value >= 1 && value <= 26; }
+
+int bit_width(DataType type) noexcept {
+  const TypeInfo* info = find(type);
+  return info ? info->bits : 0;
+}
+
+uint64_t storage_bytes(DataType type, uint64_t elements) {
+  const int bits = bit_width(type);
+  if (bits == 0) throw Error("element type " + data_type_name(type) + " has no fixed storage size");
+  if (bits < 8) {
+    const uint64_t per_byte = static_cast<uint64_t>(8 / bits);
+    return elements / per_byte + (elements % per_byte != 0 ? 1 : 0);
+  }
+  const uint64_t bytes_per = static_cast<uint64_t>(bits / 8);
+  if (elements > UINT64_MAX / bytes_per) {
+    throw Error(std::to_string(elements) + " elements of " + data_type_name(type) + " overflow a 64-bit byte size");
+  }
+  return elements * bytes_per;
+}
+
+std::string shape_to_string(std::span<const int64_t> shape) {
+  std::string out = "[";
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (i != 0) out += ",";
+    out += std::to_string(shape[i]);
+  }
+  return out + "]";
+}
+
+uint64_t element_count(std::span<const int64_t> shape) {
+  uint64_t count = 1;
+  bool zero = false;
+  for (int64_t d : shape) {
+    if (d < 0) throw Error("shape " + shape_to_string(shape) + " has a negative dimension");
+    if (d == 0) zero = true;
+  }
+  if (zero) return 0;
+  for (int64_t d : shape) {
+    if (count > static_cast<uint64_t>(INT64_MAX) / static_cast<uint64_t>(d)) {
+      throw Error("shape " + shape_to_string(shape) + " has more than 2^63 elements");
+    }
+    count *= static_cast<uint64_t>(d);
+  }
+  return count;
+}
+
+}  // namespace qdq
