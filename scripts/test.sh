@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Builds qdq and runs every test: unit, ONNX conformance, CLI, Python, consumers, docs, sanitizers,
+# fuzzers. Used by .ci/run. Assumes scripts/setup.sh has run. Exits non-zero on any failure.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+jobs=${QDQ_JOBS:-$(nproc)}
+python=/usr/bin/python3
+start=$SECONDS
+step() { printf '\n=== %s (%ds)\n' "$1" $((SECONDS - start)); }
+
+step "release build"
+cmake -S . -B build/release -G Ninja -DCMAKE_BUILD_TYPE=Release -DPython3_EXECUTABLE=$python >/dev/null
+cmake --build build/release -j "$jobs"
+
+step "ctest (release)"
+(cd build/release && ctest --output-on-failure -j "$jobs" -LE large)
+
+step "ONNX conformance suite through the CLI"
+./build/release/tools/qdq/qdq test tests/data/onnx-node
+
+if [[ -x scripts/check_docs.sh ]]; then
+  step "API reference (doxygen, no warnings)"
+  bash scripts/check_docs.sh
+fi
+
+if [[ -x scripts/sanitize.sh ]]; then
+  step "sanitizers and fuzzers"
+  bash scripts/sanitize.sh
+fi
+
+step "large-tensor tests"
+(cd build/release && ctest --output-on-failure -L large)
+
+step "done"
