@@ -1,0 +1,209 @@
+#!/usr/bin/env bash
+# Black-box tests of the qdq executable: cli_test.sh CASE QDQ DATA_DIR
+#   CASE      one of the functions below (case_*)
+#   QDQ       the built qdq binary
+#   DATA_DIR  tests/data/onnx-node
+# Each case runs in a fresh temporary folder and exits non-zero with a reason on failure.
+set -u
+case_name=$1
+QDQ=$2
+DATA=$3
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/qdq_cli_${case_name}.XXXXXX")
+trap 'rm -rf "$WORK"' EXIT
+cd "$WORK" || exit 1
+
+fail() { echo "FAILED ($case_name): $*" >&2; exit 1; }
+
+# run_qdq ARGS...: runs qdq, capturing stdout, stderr and the exit code in $out, $err, $rc.
+run_qdq() {
+  "$QDQ" "$@" >stdout.txt 2>stderr.txt
+  rc=$?
+  out=$(cat stdout.txt)
+  err=$(cat stderr.txt)
+}
+expect_rc() { [ "$rc" -eq "$1" ] || fail "exit code $rc, expected $1 (stderr: $err)"; }
+expect_one_stderr_line() {
+  local lines
+  lines=$(wc -l <stderr.txt)
+  [ "$lines" -eq 1 ] || fail "stderr has $lines lines, expected 1: $err"
+  case "$err" in qdq:\ *) ;; *) fail "stderr does not start with 'qdq: ': $err" ;; esac
+}
+expect_stderr_contains() { case "$err" in *"$1"*) ;; *) fail "stderr lacks '$1': $err" ;; esac; }
+expect_stdout_contains() { case "$out" in *"$1"*) ;; *) fail "stdout lacks '$1': $out" ;; esac; }
+
+Q="$DATA/test_quantizelinear"
+Q_INPUTS=("$Q/test_data_set_0/input_0.pb" "$Q/test_data_set_0/input_1.pb" "$Q/test_data_set_0/input_2.pb")
+
+case_version() {
+  run_qdq --version
+  expect_rc 0
+  [[ "$out" =~ ^[0-9]+\.[0-9]+\.[0-9]+$ ]] || fail "version output '$out'"
+}
+
+case_help() {
+  run_qdq --help
+  expect_rc 0
+  expect_stdout_contains "run"
+  expect_stdout_contains "test"
+  expect_stdout_contains "--threads"
+  for sub in run test; do
+    run_qdq "$sub" --help
+    expect_rc 0
+    expect_stdout_contains "Usage: qdq $sub"
+  done
+}
+
+case_usage_errors() {
+  for args in "" "bogus" "--threads" "--threads x test $DATA" "--threads -1 test $DATA" "run" "test" \
+              "test --no-such-option $DATA" "run --output-dir"; do
+    # shellcheck disable=SC2086
+    run_qdq $args
+    expect_rc 2
+    expect_one_stderr_line
+  done
+}
+
+case_run_writes_outputs() {
+  run_qdq run "$Q/model.onnx" "${Q_INPUTS[@]}" -o out
+  expect_rc 0
+  [ -f out/output_0.pb ] || fail "out/output_0.pb missing"
+  [ "$(ls out)" = "output_0.pb" ] || fail "unexpected files: $(ls out)"
+  expect_stdout_contains "out/output_0.pb: y UINT8 [6]"
+  # raw_data output with the graph's name: byte-identical to ONNX's from_array file.
+  cmp -s out/output_0.pb "$Q/test_data_set_0/output_0.pb" || fail "output differs from the conformance file"
+  # Default output folder: the current one; global options after the subcommand.
+  run_qdq run "$Q/model.onnx" "${Q_INPUTS[@]}" --threads 2
+  expect_rc 0
+  cmp -s output_0.pb "$Q/test_data_set_0/output_0.pb" || fail "output_0.pb in cwd differs"
+}
+
+case_run_three_outputs_then_test() {
+  # qdq run's outputs form a node test that qdq test accepts.
+  local t="$DATA/test_dynamicquantizelinear"
+  mkdir -p mine/my_test/test_data_set_0
+  cp "$t/model.onnx" mine/my_test/
+  cp "$t/test_data_set_0/input_0.pb" mine/my_test/test_data_set_0/
+  run_qdq run "$t/model.onnx" "$t/test_data_set_0/input_0.pb" -o mine/my_test/test_data_set_0
+  expect_rc 0
+  for k in 0 1 2; do [ -f "mine/my_test/test_data_set_0/output_$k.pb" ] || fail "output_$k.pb missing"; done
+  run_qdq test mine
+  expect_rc 0
+  [ "$out" = $'PASS my_test\n1 passed, 0 failed' ] || fail "unexpected output: $out"
+}
+
+# A failing run leaves no output file, prints one line naming the file, exits 1.
+expect_failed_run() {
+  local needle=$1
+  shift
+  run_qdq run "$@" -o out
+  expect_rc 1
+  expect_one_stderr_line
+  expect_stderr_contains "$needle"
+  [ -z "$(ls -A out 2>/dev/null)" ] || fail "files left behind: $(ls -A out)"
+  [ -z "$out" ] || fail "stdout not empty: $out"
+}
+
+case_run_failures() {
+  expect_failed_run "missing.pb: cannot open" "$Q/model.onnx" "${Q_INPUTS[0]}" missing.pb "${Q_INPUTS[2]}"
+  head -c 10 "${Q_INPUTS[0]}" >truncated.pb
+  expect_failed_run "truncated.pb: not a valid serialized TensorProto" "$Q/model.onnx" truncated.pb "${Q_INPUTS[1]}" "${Q_INPUTS[2]}"
+  expect_failed_run "model.onnx: the model takes 3 inputs, 2 given" "$Q/model.onnx" "${Q_INPUTS[0]}" "${Q_INPUTS[1]}"
+  expect_failed_run "no_model.onnx: cannot open" no_model.onnx "${Q_INPUTS[@]}"
+  printf 'not a model' >garbage.onnx
+  expect_failed_run "garbage.onnx: not a valid ONNX model" garbage.onnx "${Q_INPUTS[@]}"
+  # Inputs in the wrong order: a type error from the model, still no file.
+  expect_failed_run "model.onnx: input 0 ('x')" "$Q/model.onnx" "${Q_INPUTS[1]}" "${Q_INPUTS[0]}" "${Q_INPUTS[2]}"
+  # An operator error names the model and node.
+  # An operator error names the model and node: a FLOAT8 zero point must be zero in DequantizeLinear.
+  local zp="$DATA/test_dequantizelinear_e4m3fn_zero_point"
+  printf '\x08\x01\x10\x11\x2a\x01\x38\x42\x0azero_point' >nonzero_zp.pb
+  expect_failed_run "model.onnx: node 0 (DequantizeLinear)" "$zp/model.onnx" \
+    "$zp/test_data_set_0/input_0.pb" "$zp/test_data_set_0/input_1.pb" nonzero_zp.pb
+  # An existing output file is left untouched by a failing run.
+  mkdir -p keep && echo precious >keep/output_0.pb
+  run_qdq run "$Q/model.onnx" "${Q_INPUTS[0]}" -o keep
+  expect_rc 1
+  [ "$(cat keep/output_0.pb)" = precious ] || fail "existing output overwritten"
+  [ "$(ls -A keep)" = output_0.pb ] || fail "files left behind in keep: $(ls -A keep)"
+  # An unwritable output folder.
+  run_qdq run "$Q/model.onnx" "${Q_INPUTS[@]}" -o /proc/qdq_no_such_dir
+  expect_rc 1
+  expect_one_stderr_line
+  expect_stderr_contains "/proc/qdq_no_such_dir: cannot create the output folder"
+}
+
+case_conformance() {
+  run_qdq test "$DATA"
+  expect_rc 0
+  [ "$(tail -n 1 stdout.txt)" = "30 passed, 0 failed" ] || fail "last line: $(tail -n 1 stdout.txt)"
+  [ "$(grep -c '^PASS ' stdout.txt)" -eq 30 ] || fail "expected 30 PASS lines"
+  [ -z "$err" ] || fail "stderr not empty: $err"
+  # Sorted by name.
+  grep '^PASS ' stdout.txt | sort -c || fail "test names not sorted"
+  run_qdq --threads 1 --force-scalar test "$DATA"
+  expect_rc 0
+  [ "$(tail -n 1 stdout.txt)" = "30 passed, 0 failed" ] || fail "scalar: $(tail -n 1 stdout.txt)"
+}
+
+case_test_single_folder_and_dump() {
+  run_qdq test "$DATA/test_quantizelinear_int4/" --dump-outputs dump
+  expect_rc 0
+  [ "$out" = $'PASS test_quantizelinear_int4\n1 passed, 0 failed' ] || fail "unexpected output: $out"
+  [ -f dump/test_quantizelinear_int4/output_0.pb ] || fail "dumped output missing"
+}
+
+case_test_reports_failures() {
+  # A copy of a test with a wrong expected output, and one with a broken input.
+  mkdir -p suite
+  cp -r "$Q" suite/a_wrong
+  cp -r "$DATA/test_dequantizelinear_int4" suite/b_broken
+  cp -r "$DATA/test_dequantizelinear" suite/c_good
+  cp "$DATA/test_quantizelinear_int4/test_data_set_0/output_0.pb" suite/a_wrong/test_data_set_0/output_0.pb
+  head -c 5 "$DATA/test_dequantizelinear_int4/test_data_set_0/input_0.pb" >suite/b_broken/test_data_set_0/input_0.pb
+  mkdir suite/not_a_test
+  run_qdq test suite
+  expect_rc 1
+  [ "$(sed -n 1p stdout.txt)" = "FAIL a_wrong: output_0 is UINT8 [6], expected INT4 [3,4]" ] || fail "line 1: $(sed -n 1p stdout.txt)"
+  case "$(sed -n 2p stdout.txt)" in "FAIL b_broken: "*"input_0.pb: not a valid serialized TensorProto"*) ;; *) fail "line 2: $(sed -n 2p stdout.txt)" ;; esac
+  [ "$(sed -n 3p stdout.txt)" = "PASS c_good" ] || fail "line 3: $(sed -n 3p stdout.txt)"
+  [ "$(sed -n 4p stdout.txt)" = "1 passed, 2 failed" ] || fail "line 4: $(sed -n 4p stdout.txt)"
+  # Bad paths are errors, not failed tests.
+  run_qdq test nowhere
+  expect_rc 1
+  expect_one_stderr_line
+  expect_stderr_contains "nowhere: no such folder"
+  run_qdq test suite/not_a_test
+  expect_rc 1
+  expect_one_stderr_line
+  expect_stderr_contains "no node tests"
+}
+
+case_value_mismatch_message() {
+  # Expected output of test_quantizelinear with one byte changed: 128 -> 0x7f at element 0.
+  mkdir -p t && cp -r "$Q" t/q
+  local f=t/q/test_data_set_0/output_0.pb
+  local size
+  size=$(stat -c %s "$f")
+  # The raw_data payload is the last 6 bytes; change the first of them.
+  printf '\x7f' | dd of="$f" bs=1 seek=$((size - 6)) conv=notrunc status=none
+  run_qdq test t
+  expect_rc 1
+  case "$(sed -n 1p stdout.txt)" in "FAIL q: output_0[0] = "*" (0x"*"), expected 127 (0x7f) (1 of 6 elements differ)") ;;
+    *) fail "line 1: $(sed -n 1p stdout.txt)" ;; esac
+}
+
+case_sigpipe() {
+  # The reader is gone before qdq writes: qdq must not die of SIGPIPE (exit 141) but report the
+  # write error and exit 1.
+  ( sleep 0.3; "$QDQ" test "$DATA" 2>stderr.txt; echo $? >rc.txt ) | true
+  wait
+  sleep 0.1
+  local code
+  code=$(cat rc.txt)
+  [ "$code" -eq 1 ] || fail "exit code $code after a closed pipe, expected 1"
+  err=$(cat stderr.txt)
+  expect_one_stderr_line
+  expect_stderr_contains "error writing to standard output"
+}
+
+"case_$case_name"

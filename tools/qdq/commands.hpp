@@ -1,0 +1,51 @@
+// The qdq command line: one register_X function per subcommand, so a new subcommand (e.g. a later
+// `qdq bench`) is one more .cpp file and one more line in main.cpp.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <string_view>
+
+#include <CLI/CLI.hpp>
+
+#include "qdq/qdq.hpp"
+
+namespace qdq::cli {
+
+/// Options given before or after the subcommand name (the app uses CLI11 fallthrough).
+struct GlobalOptions {
+  int threads = 0;            // --threads: ExecutionOptions::num_threads (0 = qdq's default)
+  bool force_scalar = false;  // --force-scalar
+
+  /// The ExecutionOptions these options describe. Allocates nothing.
+  ExecutionOptions execution() const {
+    ExecutionOptions options;
+    options.num_threads = threads;
+    if (force_scalar) options.force_scalar = true;
+    return options;
+  }
+};
+
+/// A registered subcommand: `app` is the CLI11 subcommand, `run` is called after a successful parse
+/// if that subcommand was chosen and returns the process exit code. `run` may throw; main() turns any
+/// exception into one line on stderr and exit code 1.
+struct Command {
+  CLI::App* app = nullptr;
+  std::function<int()> run;
+};
+
+/// `qdq run MODEL INPUT... [-o DIR]` (cmd_run.cpp).
+Command register_run(CLI::App& app, const GlobalOptions& globals);
+
+/// `qdq test PATH... [--dump-outputs DIR]` (cmd_test.cpp).
+Command register_test(CLI::App& app, const GlobalOptions& globals);
+
+/// Prints "qdq: MESSAGE" as exactly one line on stderr (newlines in MESSAGE become spaces).
+/// Thread-compatible; never throws.
+void report_error(std::string_view message) noexcept;
+
+/// Writes `line` and a newline to stdout. Output errors (a closed pipe: SIGPIPE is ignored, so writes
+/// fail with EPIPE) are not reported here; main() checks stdout once at exit.
+void print_line(std::string_view line);
+
+}  // namespace qdq::cli
