@@ -1,5 +1,11 @@
-// Symbol visibility for qdq's public API. A shared build hides every symbol except those marked
-// QDQ_API; a static build (the default) leaves the macro empty.
+/// \file
+/// Symbol visibility for qdq's public API. A shared build hides every symbol except those marked
+/// QDQ_API; a static build (the default) leaves the macro empty.
+///
+/// \def QDQ_API
+/// Marks a declaration as part of qdq's exported API: default visibility (or dllexport/dllimport on
+/// Windows) when QDQ_SHARED is defined, which the qdq::qdq target and qdq.pc do for a shared
+/// library; empty otherwise.
 #pragma once
 
 #if defined(QDQ_SHARED) && defined(_WIN32)

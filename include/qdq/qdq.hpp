@@ -1,17 +1,18 @@
-// qdq — ONNX QuantizeLinear, DequantizeLinear and DynamicQuantizeLinear, bit-exact, every opset.
-//
-// The three operators take caller-owned, contiguous tensors in ONNX's layout (row-major; INT4, UINT4,
-// FLOAT4E2M1 packed two per byte and INT2, UINT2 four per byte, first element in the low bits;
-// multi-byte elements little-endian, i.e. native on the platforms qdq supports), so an ONNX
-// TensorProto's raw_data can be passed without copying.
-//
-// Every call validates first, against the rules of the operator version the opset selects, and only
-// then writes the output: on any qdq::Error the output buffer is untouched.
-//
-// Where the ONNX text and its reference implementation disagree, qdq follows the decisions listed in
-// README.md ("Policy") — e.g. QuantizeLinear divides in the type of y_scale (or `precision`), a NaN
-// quotient gives the integer type's minimum, ±inf saturates, NaN → FLOAT4E2M1 gives +6, ±inf →
-// FLOAT8E4M3FNUZ/E5M2FNUZ with saturate=1 gives NaN.
+/// \file
+/// qdq — ONNX QuantizeLinear, DequantizeLinear and DynamicQuantizeLinear, bit-exact, every opset.
+///
+/// The three operators take caller-owned, contiguous tensors in ONNX's layout (row-major; INT4, UINT4,
+/// FLOAT4E2M1 packed two per byte and INT2, UINT2 four per byte, first element in the low bits;
+/// multi-byte elements little-endian, i.e. native on the platforms qdq supports), so an ONNX
+/// TensorProto's raw_data can be passed without copying.
+///
+/// Every call validates first, against the rules of the operator version the opset selects, and only
+/// then writes the output: on any qdq::Error the output buffer is untouched.
+///
+/// Where the ONNX text and its reference implementation disagree, qdq follows the decisions listed in
+/// README.md ("Policy") — e.g. QuantizeLinear divides in the type of y_scale (or `precision`), a NaN
+/// quotient gives the integer type's minimum, ±inf saturates, NaN → FLOAT4E2M1 gives +6, ±inf →
+/// FLOAT8E4M3FNUZ/E5M2FNUZ with saturate=1 gives NaN.
 #pragma once
 
 #include <cstddef>
@@ -31,45 +32,45 @@ namespace qdq {
 /// A read-only view of a caller-owned tensor. `data` points at `size_bytes` bytes holding
 /// element_count(shape) elements of `type` in ONNX's layout. The view does not own anything.
 struct TensorView {
-  DataType type = DataType::kUndefined;
-  std::span<const int64_t> shape;  // empty = rank 0 (one element)
-  const void* data = nullptr;
-  size_t size_bytes = 0;
+  DataType type = DataType::kUndefined;  ///< Element type.
+  std::span<const int64_t> shape;  ///< Dimensions, row-major; empty = rank 0 (one element).
+  const void* data = nullptr;  ///< The first byte of the elements.
+  size_t size_bytes = 0;  ///< Bytes at `data`: exactly storage_bytes(type, element_count(shape)).
 };
 
 /// A writable view of a caller-owned output buffer; the same layout rules as TensorView.
 struct MutableTensorView {
-  DataType type = DataType::kUndefined;
-  std::span<const int64_t> shape;
-  void* data = nullptr;
-  size_t size_bytes = 0;
+  DataType type = DataType::kUndefined;  ///< Element type.
+  std::span<const int64_t> shape;  ///< Dimensions, row-major; empty = rank 0 (one element).
+  void* data = nullptr;  ///< The first byte of the output buffer.
+  size_t size_bytes = 0;  ///< Bytes at `data`: exactly storage_bytes(type, element_count(shape)).
 };
 
 /// What an operator will produce: the caller allocates `size_bytes` bytes for it.
 struct TensorSpec {
-  DataType type = DataType::kUndefined;
-  std::vector<int64_t> shape;
-  uint64_t size_bytes = 0;
+  DataType type = DataType::kUndefined;  ///< Element type of the output.
+  std::vector<int64_t> shape;  ///< Dimensions of the output.
+  uint64_t size_bytes = 0;  ///< Bytes the output occupies in ONNX's layout.
 };
 
 /// QuantizeLinear's attributes. `opset` is the model's ai.onnx opset (>= 10); qdq runs the operator
 /// version it selects (10, 13, 19, 21, 23, 24 or 25). An attribute left empty takes its default; one
 /// set that the version does not define is an error (e.g. `axis` at opset 10, `precision` below 23).
 struct QuantizeLinearAttributes {
-  int64_t opset = 25;
-  std::optional<int64_t> axis;          // default 1; negative counts from the back (v13+)
-  std::optional<int64_t> saturate;      // default 1; float8 outputs only (v19+)
-  std::optional<int64_t> block_size;    // default 0 = not blocked (v21+)
-  std::optional<int64_t> output_dtype;  // default 0 = from the zero point, else UINT8 (v21+)
-  std::optional<int64_t> precision;     // default 0 = the type of y_scale (v23+)
+  int64_t opset = 25;                   ///< The model's ai.onnx opset (>= 10).
+  std::optional<int64_t> axis;          ///< default 1; negative counts from the back (v13+)
+  std::optional<int64_t> saturate;      ///< default 1; float8 outputs only (v19+)
+  std::optional<int64_t> block_size;    ///< default 0 = not blocked (v21+)
+  std::optional<int64_t> output_dtype;  ///< default 0 = from the zero point, else UINT8 (v21+)
+  std::optional<int64_t> precision;     ///< default 0 = the type of y_scale (v23+)
 };
 
 /// DequantizeLinear's attributes; the same conventions as QuantizeLinearAttributes.
 struct DequantizeLinearAttributes {
-  int64_t opset = 25;
-  std::optional<int64_t> axis;          // default 1 (v13+)
-  std::optional<int64_t> block_size;    // default 0 (v21+)
-  std::optional<int64_t> output_dtype;  // default 0 = the type of x_scale (v23+)
+  int64_t opset = 25;                   ///< The model's ai.onnx opset (>= 10).
+  std::optional<int64_t> axis;          ///< default 1 (v13+)
+  std::optional<int64_t> block_size;    ///< default 0 (v21+)
+  std::optional<int64_t> output_dtype;  ///< default 0 = the type of x_scale (v23+)
 };
 
 /// A caller's parallel-for: run body(task) for every task in [0, tasks), in any order and on any
@@ -126,8 +127,8 @@ QDQ_API void dequantize_linear(const DequantizeLinearAttributes& attributes, con
 
 /// The scale and zero point DynamicQuantizeLinear derives from x.
 struct DynamicQuantizationParameters {
-  float y_scale = 0.0f;
-  uint8_t y_zero_point = 0;
+  float y_scale = 0.0f;      ///< (max(0, max x) − min(0, min x)) / 255; README "Policy" for edge cases.
+  uint8_t y_zero_point = 0;  ///< saturate(round_half_even(−min(0, min x) / y_scale)).
 };
 
 /// Computes DynamicQuantizeLinear (opset >= 11): the uint8 scale and zero point covering

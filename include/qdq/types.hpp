@@ -1,5 +1,6 @@
-// qdq — ONNX linear quantization kernels.
-// Element types as ONNX numbers them, and the facts about them that callers need to size buffers.
+/// \file
+/// qdq — ONNX linear quantization kernels.
+/// Element types as ONNX numbers them, and the facts about them that callers need to size buffers.
 #pragma once
 
 #include <cstddef>
