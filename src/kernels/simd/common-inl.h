@@ -1,0 +1,314 @@
+// Per-target SIMD building blocks shared by the vectorised kernels: exact conversions between float32
+// and qdq's narrow float formats (bit-identical to types/float_formats.hpp's encode/decode), loads of
+// x, scales and zero points as float32/int32 vectors, and whole-byte packing of 2/4-bit codes.
+//
+// Included once per Highway target (foreach_target.h), hence the toggle guard instead of #pragma once.
+#if defined(QDQ_SIMD_COMMON_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef QDQ_SIMD_COMMON_INL_H_
+#undef QDQ_SIMD_COMMON_INL_H_
+#else
+#define QDQ_SIMD_COMMON_INL_H_
+#endif
+
+#include <cstdint>
+#include <cstring>
+
+#include "hwy/highway.h"
+#include "types/float_formats.hpp"
+#include "types/packing.hpp"
+
+HWY_BEFORE_NAMESPACE();
+namespace qdq::detail::simd {
+namespace HWY_NAMESPACE {
+#if QDQ_SIMD_HAS_KERNELS
+
+namespace hn = hwy::HWY_NAMESPACE;
+
+using DF = hn::ScalableTag<float>;
+using DI = hn::RebindToSigned<DF>;
+using DU = hn::RebindToUnsigned<DF>;
+using VF = hn::Vec<DF>;
+using VI = hn::Vec<DI>;
+using VU = hn::Vec<DU>;
+
+/// Elements per chunk: a multiple of 4 (whole bytes of 2/4-bit data) and of every vector length.
+constexpr int64_t kChunk = 1024;
+
+// ---------------------------------------------------------------------------------------------
+// Minifloat conversions. F is one of the MiniFloat formats of types/float_formats.hpp.
+
+/// Encodes each lane of `v` (float32) into format F: exactly encode<F>(float, saturate), lane-wise.
+/// Returns the codes in the low bits of u32 lanes.
+template <class F>
+HWY_INLINE VU EncodeF(VF v, bool saturate) {
+  const DF df;
+  const DI di;
+  const DU du;
+  constexpr int kM = F::kManBits;
+  constexpr int kS = 23 - kM;  // float32 mantissa bits dropped
+  const VU bits = hn::BitCast(du, v);
+  const VU mag = hn::And(bits, hn::Set(du, 0x7FFFFFFFu));
+  const VI mag_i = hn::BitCast(di, mag);
+
+  // Normal range of F: round the float32 bits to nearest even at bit kS (a carry moves into the
+  // exponent, which is the correct next binade), then rebias the exponent.
+  const VU odd = hn::And(hn::ShiftRight<kS>(mag), hn::Set(du, 1u));
+  const VU rounded = hn::Add(mag, hn::Add(hn::Set(du, (1u << (kS - 1)) - 1u), odd));
+  VI code = hn::BitCast(di, hn::Sub(hn::ShiftRight<kS>(rounded), hn::Set(du, static_cast<uint32_t>(127 - F::kBias) << kM)));
+  if constexpr (F::kBias != 127) {
+    // Below F's smallest normal: the code is |v| / 2^(1 - bias - M) rounded to an integer (RNE); the
+    // scaling by a power of two is exact, and a result of 2^M is the smallest normal's code.
+    const auto tiny = hn::Lt(mag_i, hn::Set(di, static_cast<int32_t>(127 + 1 - F::kBias) << 23));
+    const VF scaled = hn::Mul(hn::BitCast(df, mag), hn::Set(df, static_cast<float>(1ll << (F::kBias - 1 + kM))));
+    code = hn::IfThenElse(tiny, hn::ConvertTo(di, hn::Round(scaled)), code);
+  }
+  // (bfloat16 shares float32's exponent range: the rounding above is right for subnormals too.)
+
+  const VI max_code = hn::Set(di, static_cast<int32_t>(F::kMaxCode));
+  const auto overflow = hn::Gt(code, max_code);
+  const auto is_inf = hn::Eq(mag_i, hn::Set(di, 0x7F800000));
+  const auto is_nan = hn::Gt(mag_i, hn::Set(di, 0x7F800000));
+  const VU sign = hn::ShiftRight<31 - F::kExpBits - kM>(hn::And(bits, hn::Set(du, 0x80000000u)));
+
+  if constexpr (F::kSpecials == SpecialValues::kIeee) {
+    const VI inf_code = hn::Set(di, static_cast<int32_t>(F::kExpFieldMax << kM));
+    const VI big = saturate ? max_code : inf_code;  // finite overflow and ±inf
+    code = hn::IfThenElse(hn::Or(overflow, is_inf), big, code);
+    code = hn::IfThenElse(is_nan, hn::Set(di, static_cast<int32_t>(nan_code<F>(false))), code);
+    return hn::Or(hn::BitCast(du, code), sign);
+  } else if constexpr (F::kSpecials == SpecialValues::kFn) {
+    const VI nan = hn::Set(di, static_cast<int32_t>(F::kMagnitudeMask));
+    code = hn::IfThenElse(hn::Or(overflow, is_inf), saturate ? max_code : nan, code);
+    code = hn::IfThenElse(is_nan, nan, code);
+    return hn::Or(hn::BitCast(du, code), sign);
+  } else if constexpr (F::kSpecials == SpecialValues::kFnuz) {
+    // One NaN, 0x80, without a sign; no negative zero.
+    code = hn::IfThenElse(overflow, saturate ? max_code : hn::Set(di, -1), code);
+    const auto unsigned_nan = hn::Or(hn::Or(is_nan, is_inf), hn::Lt(code, hn::Zero(di)));
+    const VU with_sign = hn::IfThenElse(hn::RebindMask(du, hn::Eq(code, hn::Zero(di))), hn::Zero(du),
+                                        hn::Or(hn::BitCast(du, code), sign));
+    return hn::IfThenElse(hn::RebindMask(du, unsigned_nan), hn::Set(du, F::kSignBit), with_sign);
+  } else {
+    // FLOAT4E2M1: always saturates; NaN is +6 (unsigned).
+    code = hn::IfThenElse(hn::Or(overflow, is_inf), max_code, code);
+    const VU with_sign = hn::Or(hn::BitCast(du, code), sign);
+    return hn::IfThenElse(hn::RebindMask(du, is_nan), hn::Set(du, F::kMaxCode), with_sign);
+  }
+}
+
+/// Decodes codes of format F (low bits of u32 lanes, higher bits ignored) to float32, exactly as
+/// decode<F> does, NaN payloads included.
+template <class F>
+HWY_INLINE VF DecodeF(VU code) {
+  const DF df;
+  const DI di;
+  const DU du;
+  constexpr int kM = F::kManBits;
+  code = hn::And(code, hn::Set(du, (F::kSignBit << 1) - 1u));
+  const VU sign = hn::ShiftLeft<31 - F::kExpBits - kM>(hn::And(code, hn::Set(du, F::kSignBit)));
+  const VU magc = hn::And(code, hn::Set(du, F::kMagnitudeMask));
+  const VU man = hn::And(code, hn::Set(du, F::kManMask));
+  VU out;
+  if constexpr (F::kExpBits == 8) {
+    out = hn::ShiftLeft<23 - kM>(magc);
+  } else {
+    const VU normal = hn::Add(hn::ShiftLeft<23 - kM>(magc), hn::Set(du, static_cast<uint32_t>(127 - F::kBias) << 23));
+    // Subnormal codes: man · 2^(1 − bias − M), computed from normal float32 numbers only.
+    const VF sub = hn::Mul(hn::ConvertTo(df, hn::BitCast(di, man)),
+                           hn::BitCast(df, hn::Set(du, static_cast<uint32_t>(127 + 1 - F::kBias - kM) << 23)));
+    const auto is_sub = hn::RebindMask(du, hn::Lt(hn::BitCast(di, magc), hn::Set(di, 1 << kM)));
+    out = hn::IfThenElse(is_sub, hn::BitCast(du, sub), normal);
+  }
+  if constexpr (F::kSpecials == SpecialValues::kIeee) {
+    const auto special = hn::RebindMask(du, hn::Gt(hn::BitCast(di, magc), hn::Set(di, static_cast<int32_t>(F::kExpFieldMax << kM) - 1)));
+    const auto has_man = hn::RebindMask(du, hn::Gt(hn::BitCast(di, man), hn::Zero(di)));
+    const VU quiet = hn::IfThenElseZero(has_man, hn::Set(du, 0x00400000u));
+    const VU inf_nan = hn::Or(hn::Set(du, 0x7F800000u), hn::Or(hn::ShiftLeft<23 - kM>(man), quiet));
+    out = hn::IfThenElse(special, inf_nan, out);
+  } else if constexpr (F::kSpecials == SpecialValues::kFn) {
+    const auto nan = hn::RebindMask(du, hn::Eq(hn::BitCast(di, magc), hn::Set(di, static_cast<int32_t>(F::kMagnitudeMask))));
+    out = hn::IfThenElse(nan, hn::Set(du, 0x7FC00000u), out);
+  } else if constexpr (F::kSpecials == SpecialValues::kFnuz) {
+    // 0x80 (sign bit, zero magnitude) is the NaN: the negative quiet NaN.
+    const auto nan = hn::RebindMask(du, hn::Eq(hn::BitCast(di, code), hn::Set(di, static_cast<int32_t>(F::kSignBit))));
+    out = hn::IfThenElse(nan, hn::Set(du, 0x7FC00000u), out);
+  }
+  return hn::BitCast(df, hn::Or(out, sign));
+}
+
+/// v rounded to the nearest value of format F (RNE, F = float16 or bfloat16): round_to<F>(v).
+template <class F>
+HWY_INLINE VF RoundToF(VF v) {
+  return DecodeF<F>(EncodeF<F>(v, false));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Loads. `n` is the number of valid lanes (1..Lanes); partial vectors are zero-padded through a
+// stack buffer so that nothing is read past the caller's data.
+
+template <class T, class D>
+HWY_INLINE hn::Vec<D> LoadPartial(D d, const T* p, size_t n) {
+  if (n == hn::Lanes(d)) return hn::LoadU(d, p);
+  HWY_ALIGN T buffer[HWY_MAX_BYTES / sizeof(T)] = {};
+  std::memcpy(buffer, p, n * sizeof(T));
+  return hn::Load(d, buffer);
+}
+
+template <class T, class D>
+HWY_INLINE void StorePartial(D d, hn::Vec<D> v, T* p, size_t n) {
+  if (n == hn::Lanes(d)) {
+    hn::StoreU(v, d, p);
+    return;
+  }
+  HWY_ALIGN T buffer[HWY_MAX_BYTES / sizeof(T)];
+  hn::Store(v, d, buffer);
+  std::memcpy(p, buffer, n * sizeof(T));
+}
+
+/// Lanes [0, n) of a float32/float16/bfloat16 array as exact float32.
+template <DataType X>
+HWY_INLINE VF LoadFloat(const void* base, int64_t index, size_t n) {
+  const DF df;
+  if constexpr (X == DataType::kFloat) {
+    return LoadPartial(df, static_cast<const float*>(base) + index, n);
+  } else {
+    const hn::Rebind<uint16_t, DF> d16;
+    const VU u = hn::PromoteTo(DU(), LoadPartial(d16, static_cast<const uint16_t*>(base) + index, n));
+    if constexpr (X == DataType::kFloat16) return DecodeF<Float16Format>(u);
+    return DecodeF<BFloat16Format>(u);
+  }
+}
+
+/// Lanes [0, n) of an 8/16-bit integer array (or of unpacked 2/4-bit codes, one per byte,
+/// sign-extended from `bits` when Signed) as int32.
+template <int Bits, bool Signed>
+HWY_INLINE VI LoadInt(const void* base, int64_t index, size_t n) {
+  const DI di;
+  if constexpr (Bits == 16) {
+    using T = std::conditional_t<Signed, int16_t, uint16_t>;
+    const hn::Rebind<T, DF> d;
+    return hn::PromoteTo(di, LoadPartial(d, static_cast<const T*>(base) + index, n));
+  } else if constexpr (Bits == 8) {
+    using T = std::conditional_t<Signed, int8_t, uint8_t>;
+    const hn::Rebind<T, DF> d;
+    return hn::PromoteTo(di, LoadPartial(d, static_cast<const T*>(base) + index, n));
+  } else {
+    const hn::Rebind<uint8_t, DF> d;
+    const VI v = hn::PromoteTo(di, LoadPartial(d, static_cast<const uint8_t*>(base) + index, n));
+    if constexpr (Signed) return hn::ShiftRight<32 - Bits>(hn::ShiftLeft<32 - Bits>(v));
+    return hn::And(v, hn::Set(di, (1 << Bits) - 1));
+  }
+}
+
+/// Lanes [0, n) of an unpacked code array (one code per byte) as u32.
+HWY_INLINE VU LoadCodes(const uint8_t* codes, size_t n) {
+  const hn::Rebind<uint8_t, DF> d8;
+  return hn::PromoteTo(DU(), LoadPartial(d8, codes, n));
+}
+
+/// Stores the low 8 bits of each i32 lane (values already in the 8-bit type's range).
+template <bool Signed>
+HWY_INLINE void StoreInt8(VI v, void* base, int64_t index, size_t n) {
+  if constexpr (Signed) {
+    const hn::Rebind<int8_t, DF> d8;
+    StorePartial(d8, hn::DemoteTo(d8, v), static_cast<int8_t*>(base) + index, n);
+  } else {
+    const hn::Rebind<uint8_t, DF> d8;
+    StorePartial(d8, hn::DemoteTo(d8, v), static_cast<uint8_t*>(base) + index, n);
+  }
+}
+
+/// Stores the low 16 bits of each i32 lane (values in the 16-bit type's range; for codes, 0..0xFFFF
+/// as unsigned).
+template <bool Signed>
+HWY_INLINE void StoreInt16(VI v, void* base, int64_t index, size_t n) {
+  if constexpr (Signed) {
+    const hn::Rebind<int16_t, DF> d16;
+    StorePartial(d16, hn::DemoteTo(d16, v), static_cast<int16_t*>(base) + index, n);
+  } else {
+    const hn::Rebind<uint16_t, DF> d16;
+    StorePartial(d16, hn::DemoteTo(d16, v), static_cast<uint16_t*>(base) + index, n);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Whole-byte packing of 2/4-bit codes (ONNX layout, see types/packing.hpp). These handle complete
+// bytes only; partial bytes at the edges go through pack_codes/unpack_codes.
+
+/// Packs `bytes` whole bytes of `bits`-bit codes (one code per byte in `codes`, high bits ignored).
+HWY_INLINE void PackWholeBytes(const uint8_t* codes, int bits, int64_t bytes, uint8_t* out) {
+  const hn::Full128<uint8_t> d8;
+  int64_t b = 0;
+  if (bits == 4) {
+    const hn::Full128<uint16_t> d16;
+    const hn::Full64<uint8_t> d8h;
+    const auto mask = hn::Set(d16, 0x000F);
+    for (; b + 8 <= bytes; b += 8) {
+      const auto v = hn::BitCast(d16, hn::LoadU(d8, codes + 2 * b));
+      const auto packed = hn::Or(hn::And(v, mask), hn::ShiftLeft<4>(hn::And(hn::ShiftRight<8>(v), mask)));
+      hn::StoreU(hn::DemoteTo(d8h, hn::BitCast(hn::Full128<int16_t>(), packed)), d8h, out + b);
+    }
+  } else {
+    const hn::Full128<uint32_t> d32;
+    const hn::Full32<uint8_t> d8q;
+    const auto mask = hn::Set(d32, 3u);
+    for (; b + 4 <= bytes; b += 4) {
+      const auto v = hn::BitCast(d32, hn::LoadU(d8, codes + 4 * b));
+      auto packed = hn::And(v, mask);
+      packed = hn::Or(packed, hn::ShiftLeft<2>(hn::And(hn::ShiftRight<8>(v), mask)));
+      packed = hn::Or(packed, hn::ShiftLeft<4>(hn::And(hn::ShiftRight<16>(v), mask)));
+      packed = hn::Or(packed, hn::ShiftLeft<6>(hn::And(hn::ShiftRight<24>(v), mask)));
+      hn::StoreU(hn::DemoteTo(d8q, hn::BitCast(hn::Full128<int32_t>(), packed)), d8q, out + b);
+    }
+  }
+  if (b < bytes) {
+    const int per_byte = 8 / bits;
+    pack_codes(codes + b * per_byte, bits, 0, (bytes - b) * per_byte, out + b, false);
+  }
+}
+
+/// Unpacks `bytes` whole bytes of `bits`-bit codes into one code per byte (no sign extension).
+HWY_INLINE void UnpackWholeBytes(const uint8_t* packed, int bits, int64_t bytes, uint8_t* codes) {
+  const hn::Full128<uint8_t> d8;
+  int64_t b = 0;
+  if (bits == 4) {
+    const auto mask = hn::Set(d8, 0x0F);
+    for (; b + 16 <= bytes; b += 16) {
+      const auto v = hn::LoadU(d8, packed + b);
+      const auto lo = hn::And(v, mask);
+      const auto hi = hn::And(hn::ShiftRight<4>(v), mask);
+      hn::StoreU(hn::InterleaveLower(d8, lo, hi), d8, codes + 2 * b);
+      hn::StoreU(hn::InterleaveUpper(d8, lo, hi), d8, codes + 2 * b + 16);
+    }
+  } else {
+    const hn::Full128<uint16_t> d16;
+    const auto mask = hn::Set(d8, 0x03);
+    for (; b + 16 <= bytes; b += 16) {
+      const auto v = hn::LoadU(d8, packed + b);
+      const auto c0 = hn::And(v, mask);
+      const auto c1 = hn::And(hn::ShiftRight<2>(v), mask);
+      const auto c2 = hn::And(hn::ShiftRight<4>(v), mask);
+      const auto c3 = hn::ShiftRight<6>(v);
+      const auto c01l = hn::BitCast(d16, hn::InterleaveLower(d8, c0, c1));
+      const auto c01u = hn::BitCast(d16, hn::InterleaveUpper(d8, c0, c1));
+      const auto c23l = hn::BitCast(d16, hn::InterleaveLower(d8, c2, c3));
+      const auto c23u = hn::BitCast(d16, hn::InterleaveUpper(d8, c2, c3));
+      uint8_t* o = codes + 4 * b;
+      hn::StoreU(hn::BitCast(d8, hn::InterleaveLower(d16, c01l, c23l)), d8, o);
+      hn::StoreU(hn::BitCast(d8, hn::InterleaveUpper(d16, c01l, c23l)), d8, o + 16);
+      hn::StoreU(hn::BitCast(d8, hn::InterleaveLower(d16, c01u, c23u)), d8, o + 32);
+      hn::StoreU(hn::BitCast(d8, hn::InterleaveUpper(d16, c01u, c23u)), d8, o + 48);
+    }
+  }
+  if (b < bytes) {
+    const int per_byte = 8 / bits;
+    unpack_codes(packed + b, bits, 0, (bytes - b) * per_byte, codes + b * per_byte);
+  }
+}
+
+#endif  // QDQ_SIMD_HAS_KERNELS
+}  // namespace HWY_NAMESPACE
+}  // namespace qdq::detail::simd
+HWY_AFTER_NAMESPACE();
+
+#endif  // QDQ_SIMD_COMMON_INL_H_

@@ -1,0 +1,30 @@
+// The vectorised kernels (Highway, one build per CPU target) as seen from the rest of qdq: which
+// targets this CPU can run, and the kernel a target offers for a call. Plain C++: no SIMD types.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "kernels/kernels.hpp"
+
+namespace qdq::detail::simd {
+
+struct Target {
+  int64_t bit;       // Highway's target bit (HWY_AVX2, ...)
+  std::string name;  // "AVX2", ...
+};
+
+/// Targets with kernels compiled into qdq that this CPU can run, best first.
+const std::vector<Target>& available_targets();
+
+/// The target the operators use: the best available one, or 0 where there is none (the scalar
+/// reference kernels are then used).
+int64_t best_target();
+
+/// The vectorised kernel of `target` for this call, or nullptr where it does not cover the call's
+/// type combination (the scalar kernel is then used).
+QuantizeKernel quantize_kernel_for_target(int64_t target, const QuantizeCall& call);
+DequantizeKernel dequantize_kernel_for_target(int64_t target, const DequantizeCall& call);
+
+}  // namespace qdq::detail::simd

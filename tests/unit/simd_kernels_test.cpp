@@ -1,0 +1,433 @@
+// The vectorised kernels against the scalar reference, bit for bit, on every Highway target this
+// CPU can run: every covered type combination, lengths around every vector width, packed outputs
+// and inputs with segment edges inside bytes, tasks starting at unaligned (multiple-of-4) offsets,
+// and the special values (NaN, ±inf, ±0, subnormals, exact ties, saturation, huge values).
+#include <gtest/gtest.h>
+
+#include <bit>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "kernels/kernels.hpp"
+#include "plan.hpp"
+#include "qdq/qdq.hpp"
+#include "types/float_formats.hpp"
+
+#include "kernels/simd/simd_kernels.hpp"
+
+namespace qdq::detail {
+namespace {
+
+using T = DataType;
+using Shape = std::vector<int64_t>;
+
+int64_t count_of(const Shape& s) {
+  int64_t n = 1;
+  for (int64_t d : s) n *= d;
+  return n;
+}
+
+/// Caller-owned bytes of a tensor of `type` holding `values` (float-valued types) or integer codes.
+std::vector<uint8_t> make_float_tensor(T type, const std::vector<float>& values) {
+  std::vector<uint8_t> out;
+  for (float v : values) {
+    if (type == T::kFloat) {
+      uint8_t b[4];
+      std::memcpy(b, &v, 4);
+      out.insert(out.end(), b, b + 4);
+    } else {
+      const uint16_t h = type == T::kFloat16 ? float_to_half(v) : float_to_bfloat16(v);
+      out.push_back(static_cast<uint8_t>(h & 0xFF));
+      out.push_back(static_cast<uint8_t>(h >> 8));
+    }
+  }
+  return out;
+}
+
+/// Random raw bytes for `elements` elements of `type` (any code is a valid element).
+std::vector<uint8_t> random_bytes(T type, int64_t elements, std::mt19937& rng) {
+  const uint64_t bytes = storage_bytes(type, static_cast<uint64_t>(elements));
+  std::vector<uint8_t> out(bytes);
+  for (auto& b : out) b = static_cast<uint8_t>(rng());
+  // ONNX pads the last byte of a packed tensor with zero bits.
+  const int bits = bit_width(type);
+  if (bits < 8 && (elements * bits) % 8 != 0) out.back() &= static_cast<uint8_t>((1u << ((elements * bits) % 8)) - 1);
+  return out;
+}
+
+/// Interesting float32 inputs: specials, ties and boundaries relative to `scale`, random values.
+std::vector<float> interesting_values(int64_t n, float scale, std::mt19937& rng) {
+  const float inf = std::numeric_limits<float>::infinity();
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const std::vector<float> specials = {
+      0.0f, -0.0f, inf, -inf, nan, -nan, std::bit_cast<float>(0x7F800001u), std::bit_cast<float>(0xFFA00000u),
+      std::numeric_limits<float>::denorm_min(), -std::numeric_limits<float>::denorm_min(), 1e-40f, -3e-39f,
+      std::numeric_limits<float>::min(), std::numeric_limits<float>::max(), -std::numeric_limits<float>::max(),
+      0.5f * scale, 1.5f * scale, 2.5f * scale, -0.5f * scale, -2.5f * scale, 127.5f * scale, 128.5f * scale,
+      -128.5f * scale, 255.5f * scale, 256.0f * scale, 7.5f * scale, -8.5f * scale, 65535.5f * scale, 1e30f, -1e30f,
+      448.0f * scale, 464.0f * scale, 480.0f * scale, 57344.0f * scale, 61440.0f * scale, 6.0f * scale, 7.0f * scale,
+      0.25f * scale, 0.75f * scale, 1.75f * scale, 1e-3f * scale, 0x1.0p-10f * scale, 0x1.8p-9f * scale};
+  std::uniform_real_distribution<float> small(-300.0f, 300.0f);
+  std::uniform_int_distribution<int> pick(0, 9);
+  std::vector<float> v(static_cast<size_t>(n));
+  for (auto& x : v) {
+    const int k = pick(rng);
+    if (k == 0) {
+      x = specials[rng() % specials.size()];
+    } else if (k == 1) {
+      x = std::bit_cast<float>(static_cast<uint32_t>(rng()));  // any bit pattern
+    } else if (k == 2) {
+      // exact half-integers times the scale (ties after division when the product is exact)
+      x = (static_cast<float>(static_cast<int>(rng() % 600) - 300) + 0.5f) * scale;
+    } else if (k == 3) {
+      x = std::ldexp(small(rng), -static_cast<int>(rng() % 20)) * scale;
+    } else {
+      x = small(rng) * scale;
+    }
+  }
+  return v;
+}
+
+struct Tensor {
+  T type;
+  Shape shape;
+  std::vector<uint8_t> bytes;
+  TensorView view() const { return TensorView{type, shape, bytes.data(), bytes.size()}; }
+};
+
+/// Splits [0, elements) into tasks with begins at multiples of 4, as parallel_ranges does but with
+/// irregular sizes, so that kernels start at unaligned offsets and inside segments.
+std::vector<int64_t> task_bounds(int64_t elements, std::mt19937& rng) {
+  std::vector<int64_t> bounds = {0};
+  while (bounds.back() < elements) {
+    const int64_t step = 4 * (1 + static_cast<int64_t>(rng() % 40));
+    bounds.push_back(std::min(elements, bounds.back() + step));
+  }
+  return bounds;
+}
+
+std::string describe(const std::string& target, T x, T scale, T y, const Shape& shape, int64_t axis, int64_t block, bool sat,
+                     bool zp) {
+  return target + " x=" + data_type_name(x) + " scale=" + data_type_name(scale) + " y=" + data_type_name(y) + " shape=" +
+         shape_to_string(shape) + " axis=" + std::to_string(axis) + " block=" + std::to_string(block) +
+         " saturate=" + std::to_string(sat) + " zp=" + std::to_string(zp);
+}
+
+int g_compared = 0;
+
+/// The index of the first differing byte, or -1.
+int64_t first_difference(const std::vector<uint8_t>& a, const std::vector<uint8_t>& b) {
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (a[i] != b[i]) return static_cast<int64_t>(i);
+  }
+  return a.size() == b.size() ? -1 : static_cast<int64_t>(a.size());
+}
+
+/// Runs the scalar kernel and every target's kernel on one QuantizeLinear call; expects equal bytes.
+void check_quantize(T x_type, T scale_type, T y_type, const Shape& shape, int64_t axis, int64_t block, bool saturate,
+                    bool with_zp, std::mt19937& rng) {
+  const int64_t n = count_of(shape);
+  Shape scale_shape;
+  if (block > 0) {
+    scale_shape = shape;
+    scale_shape[static_cast<size_t>(axis)] = (shape[static_cast<size_t>(axis)] + block - 1) / block;
+  } else if (axis >= 0) {
+    scale_shape = {shape[static_cast<size_t>(axis)]};
+  }
+  const int64_t scale_count = count_of(scale_shape);
+  std::vector<float> scales(static_cast<size_t>(scale_count));
+  std::uniform_real_distribution<float> sd(0.01f, 3.0f);
+  for (auto& s : scales) s = sd(rng);
+  if (scale_count > 3) {
+    scales[1] = 1.0f;
+    scales[2] = -0.37f;  // negative scales are not forbidden
+    scales[3] = 3e-5f;
+  }
+  if (scale_count > 5) scales[5] = 1e-41f;  // subnormal (flushes to 0 in 16-bit scale types)
+  Tensor x{x_type, shape, make_float_tensor(x_type, interesting_values(n, scales[0], rng))};
+  Tensor s{scale_type, scale_shape, make_float_tensor(scale_type, scales)};
+  Tensor zp{y_type, scale_shape, {}};
+  const bool is_float8 = y_type == T::kFloat8E4M3FN || y_type == T::kFloat8E4M3FNUZ || y_type == T::kFloat8E5M2 ||
+                         y_type == T::kFloat8E5M2FNUZ;
+  if (with_zp) {
+    zp.bytes = random_bytes(y_type, scale_count, rng);
+    if (is_float8) std::fill(zp.bytes.begin(), zp.bytes.end(), 0);
+  }
+  QuantizeLinearAttributes attributes;
+  attributes.opset = 25;
+  attributes.axis = axis < 0 ? 0 : axis;
+  if (block > 0) attributes.block_size = block;
+  if (is_float8) attributes.saturate = saturate ? 1 : 0;
+  if (!with_zp) attributes.output_dtype = static_cast<int64_t>(y_type);
+  const TensorView xv = x.view();
+  const TensorView sv = s.view();
+  const TensorView zv = zp.view();
+  const QuantizeCall call = plan_quantize(attributes, xv, sv, with_zp ? &zv : nullptr);
+
+  std::vector<uint8_t> expected(call.y_bytes, 0xA5);
+  quantize_scalar(call, expected.data(), 0, n);
+  for (const simd::Target& target : simd::available_targets()) {
+    const QuantizeKernel kernel = simd::quantize_kernel_for_target(target.bit, call);
+    const std::string what = describe(target.name, x_type, scale_type, y_type, shape, axis, block, saturate, with_zp);
+    ASSERT_NE(kernel, nullptr) << "no vectorised kernel for " << what;
+    std::vector<uint8_t> got(call.y_bytes, 0xA5);
+    const std::vector<int64_t> bounds = task_bounds(n, rng);
+    for (size_t t = 0; t + 1 < bounds.size(); ++t) kernel(call, got.data(), bounds[t], bounds[t + 1]);
+    ++g_compared;
+    for (size_t b = 0; b < got.size(); ++b) {
+      ASSERT_EQ(int{got[b]}, int{expected[b]}) << what << " at byte " << b;
+    }
+  }
+}
+
+void check_dequantize(T x_type, T scale_type, T y_type, const Shape& shape, int64_t axis, int64_t block, bool with_zp,
+                      std::mt19937& rng) {
+  const int64_t n = count_of(shape);
+  Shape scale_shape;
+  if (block > 0) {
+    scale_shape = shape;
+    scale_shape[static_cast<size_t>(axis)] = (shape[static_cast<size_t>(axis)] + block - 1) / block;
+  } else if (axis >= 0) {
+    scale_shape = {shape[static_cast<size_t>(axis)]};
+  }
+  const int64_t scale_count = count_of(scale_shape);
+  std::vector<float> scales(static_cast<size_t>(scale_count));
+  std::uniform_real_distribution<float> sd(-3.0f, 3.0f);
+  for (auto& s : scales) s = sd(rng);
+  const float special_scales[] = {1e-40f, 3e38f, std::numeric_limits<float>::infinity(), 0.0f, 1.0f, 1e-30f, 70000.0f};
+  for (size_t k = 1; k < scales.size() && k <= 7; ++k) scales[k] = special_scales[k - 1];
+  Tensor x{x_type, shape, random_bytes(x_type, n, rng)};
+  Tensor s{scale_type, scale_shape, make_float_tensor(scale_type, scales)};
+  Tensor zp{x_type, scale_shape, {}};
+  if (with_zp) zp.bytes = random_bytes(x_type, scale_count, rng);
+  DequantizeLinearAttributes attributes;
+  attributes.opset = 25;
+  attributes.axis = axis < 0 ? 0 : axis;
+  if (block > 0) attributes.block_size = block;
+  attributes.output_dtype = static_cast<int64_t>(y_type);
+  const TensorView xv = x.view();
+  const TensorView sv = s.view();
+  const TensorView zv = zp.view();
+  const DequantizeCall call = plan_dequantize(attributes, xv, sv, with_zp ? &zv : nullptr);
+
+  std::vector<uint8_t> expected(call.y_bytes, 0xA5);
+  dequantize_scalar(call, expected.data(), 0, n);
+  for (const simd::Target& target : simd::available_targets()) {
+    const DequantizeKernel kernel = simd::dequantize_kernel_for_target(target.bit, call);
+    const std::string what = describe(target.name, x_type, scale_type, y_type, shape, axis, block, false, with_zp);
+    ASSERT_NE(kernel, nullptr) << "no vectorised kernel for " << what;
+    std::vector<uint8_t> got(call.y_bytes, 0xA5);
+    const std::vector<int64_t> bounds = task_bounds(n, rng);
+    for (size_t t = 0; t + 1 < bounds.size(); ++t) kernel(call, got.data(), bounds[t], bounds[t + 1]);
+    ++g_compared;
+    for (size_t b = 0; b < got.size(); ++b) {
+      ASSERT_EQ(int{got[b]}, int{expected[b]}) << what << " at byte " << b;
+    }
+  }
+}
+
+const T kQuantizedTypes[] = {T::kUint8, T::kInt8, T::kUint16, T::kInt16, T::kUint4, T::kInt4, T::kUint2, T::kInt2,
+                             T::kFloat8E4M3FN, T::kFloat8E4M3FNUZ, T::kFloat8E5M2, T::kFloat8E5M2FNUZ, T::kFloat4E2M1};
+const T kFloatTypes[] = {T::kFloat, T::kFloat16, T::kBFloat16};
+
+bool is_float8(T t) {
+  return t == T::kFloat8E4M3FN || t == T::kFloat8E4M3FNUZ || t == T::kFloat8E5M2 || t == T::kFloat8E5M2FNUZ;
+}
+
+TEST(SimdKernelsTest, TargetsAreListed) {
+  for (const simd::Target& t : simd::available_targets()) std::printf("[ target   ] %s\n", t.name.c_str());
+  if (simd::available_targets().empty()) GTEST_SKIP() << "no SIMD target on this CPU";
+  EXPECT_EQ(simd::best_target(), simd::available_targets().front().bit);
+}
+
+TEST(SimdKernelsTest, QuantizePerTensorEveryLength) {
+  std::mt19937 rng(1);
+  for (T y : kQuantizedTypes) {
+    for (int64_t len = 1; len <= 130; ++len) {
+      check_quantize(T::kFloat, T::kFloat, y, {len}, -1, 0, true, len % 2 == 0, rng);
+    }
+    for (int64_t len : {1000, 4099, 2 * 1024 + 3}) check_quantize(T::kFloat, T::kFloat, y, {len}, -1, 0, true, true, rng);
+  }
+}
+
+TEST(SimdKernelsTest, QuantizeEveryTypeCombinationAndGranularity) {
+  std::mt19937 rng(2);
+  for (T x : kFloatTypes) {
+    for (T s : kFloatTypes) {
+      // The vectorised kernels cover division in float32 and in x's own 16-bit type.
+      if (!(s == T::kFloat || s == x)) continue;
+      for (T y : kQuantizedTypes) {
+        for (int sat = 0; sat <= (is_float8(y) ? 1 : 0); ++sat) {
+          const bool saturate = is_float8(y) ? sat == 1 : true;
+          for (int64_t len : {1, 7, 9, 17, 33, 67, 131}) check_quantize(x, s, y, {len}, -1, 0, saturate, len % 3 != 0, rng);
+          check_quantize(x, s, y, {5, 37}, 0, 0, saturate, true, rng);     // per-axis, inner 37 (step 0)
+          check_quantize(x, s, y, {3, 43}, 1, 0, saturate, true, rng);     // per-axis, axis last (step 1)
+          check_quantize(x, s, y, {4, 39}, 1, 3, saturate, true, rng);     // blocked, last axis, odd block
+          check_quantize(x, s, y, {3, 64}, 1, 32, saturate, true, rng);    // blocked, last axis, 32
+          check_quantize(x, s, y, {7, 21}, 0, 2, saturate, true, rng);     // blocked along axis 0 (step 1)
+          check_quantize(x, s, y, {2, 5, 13}, 1, 3, saturate, false, rng);  // blocked, middle axis
+        }
+      }
+    }
+  }
+}
+
+TEST(SimdKernelsTest, QuantizeLargePerAxisAndBlocked) {
+  std::mt19937 rng(3);
+  for (T y : {T::kUint8, T::kInt8, T::kInt4, T::kUint4, T::kFloat8E4M3FN, T::kInt2}) {
+    check_quantize(T::kFloat, T::kFloat, y, {3, 1500}, 1, 0, true, true, rng);
+    check_quantize(T::kFloat, T::kFloat, y, {2, 3001}, 1, 32, true, true, rng);
+    check_quantize(T::kFloat, T::kFloat, y, {65, 77}, 0, 32, true, true, rng);
+  }
+}
+
+const T kDequantizedTypes[] = {T::kFloat, T::kFloat16, T::kBFloat16};
+
+TEST(SimdKernelsTest, DequantizePerTensorEveryLength) {
+  std::mt19937 rng(4);
+  for (T x : kQuantizedTypes) {
+    for (int64_t len = 1; len <= 130; ++len) {
+      check_dequantize(x, T::kFloat, T::kFloat, {len}, -1, 0, !is_float8(x) && len % 2 == 0, rng);
+    }
+    for (int64_t len : {1000, 4099}) check_dequantize(x, T::kFloat, T::kFloat, {len}, -1, 0, !is_float8(x), rng);
+  }
+}
+
+TEST(SimdKernelsTest, DequantizeEveryTypeCombinationAndGranularity) {
+  std::mt19937 rng(5);
+  for (T x : kQuantizedTypes) {
+    const bool zp = !is_float8(x);
+    for (T s : kFloatTypes) {
+      for (T y : kDequantizedTypes) {
+        for (int64_t len : {1, 7, 9, 17, 33, 67, 131}) check_dequantize(x, s, y, {len}, -1, 0, zp && len % 3 != 0, rng);
+        check_dequantize(x, s, y, {5, 37}, 0, 0, zp, rng);
+        check_dequantize(x, s, y, {3, 43}, 1, 0, zp, rng);
+        check_dequantize(x, s, y, {4, 39}, 1, 3, zp, rng);
+        check_dequantize(x, s, y, {3, 64}, 1, 32, zp, rng);
+        check_dequantize(x, s, y, {7, 21}, 0, 2, zp, rng);
+        check_dequantize(x, s, y, {2, 5, 13}, 1, 3, zp, rng);
+      }
+    }
+  }
+}
+
+TEST(SimdKernelsTest, DequantizeEveryCodeOfEveryType) {
+  std::mt19937 rng(6);
+  for (T x : kQuantizedTypes) {
+    for (T y : kDequantizedTypes) {
+      // 4096 random codes cover every 2/4/8-bit code many times and most 16-bit ones.
+      check_dequantize(x, T::kFloat, y, {4096}, -1, 0, false, rng);
+      check_dequantize(x, T::kBFloat16, y, {2, 2048}, 1, 64, !is_float8(x), rng);
+    }
+  }
+}
+
+/// Every float32 bit pattern whose top 16 bits are given, and more: exhaustive over the sign,
+/// exponent and top mantissa bits, so every rounding boundary of every narrow format is crossed.
+TEST(SimdKernelsTest, QuantizeExhaustiveHighBitsWithUnitScale) {
+  std::mt19937 rng(7);
+  const int64_t n = 1 << 18;
+  std::vector<float> values(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) {
+    // 16 high bits exhaustively, 2 low-order variations: exactly the boundary, or random low bits.
+    const uint32_t high = static_cast<uint32_t>(i >> 2) << 16;
+    const uint32_t low = (i & 3) == 0 ? 0u : (i & 3) == 1 ? 0x8000u : (i & 3) == 2 ? 0x7FFFu : (static_cast<uint32_t>(rng()) & 0xFFFFu);
+    values[static_cast<size_t>(i)] = std::bit_cast<float>(high | low);
+  }
+  const Tensor x{T::kFloat, {n}, make_float_tensor(T::kFloat, values)};
+  for (float scale_value : {1.0f, 0.375f, 3.0f}) {
+    const Tensor s{T::kFloat, {}, make_float_tensor(T::kFloat, {scale_value})};
+    for (T y : kQuantizedTypes) {
+      for (int sat = 0; sat <= (is_float8(y) ? 1 : 0); ++sat) {
+        QuantizeLinearAttributes attributes;
+        attributes.opset = 25;
+        attributes.output_dtype = static_cast<int64_t>(y);
+        if (is_float8(y)) attributes.saturate = sat;
+        const TensorView xv = x.view();
+        const TensorView sv = s.view();
+        const QuantizeCall call = plan_quantize(attributes, xv, sv, nullptr);
+        std::vector<uint8_t> expected(call.y_bytes, 0xA5);
+        quantize_scalar(call, expected.data(), 0, n);
+        for (const simd::Target& target : simd::available_targets()) {
+          const QuantizeKernel kernel = simd::quantize_kernel_for_target(target.bit, call);
+          ASSERT_NE(kernel, nullptr);
+          std::vector<uint8_t> got(call.y_bytes, 0xA5);
+          kernel(call, got.data(), 0, n);
+          const int64_t at = first_difference(got, expected);
+          ASSERT_EQ(at, -1) << target.name << " y=" << data_type_name(y) << " scale " << scale_value << " saturate " << sat
+                            << ": got " << int{got[static_cast<size_t>(at)]} << " expected " << int{expected[static_cast<size_t>(at)]}
+                            << " (byte " << at << ", x bits around 0x" << std::hex
+                            << std::bit_cast<uint32_t>(values[static_cast<size_t>(at * 8 / bit_width(y))]) << ")";
+        }
+      }
+    }
+  }
+}
+
+/// The 16-bit float outputs of dequantization and the 16-bit division types round exactly like the
+/// scalar encoder for every float32 with the 16 high bits given (see above).
+TEST(SimdKernelsTest, SixteenBitRoundingExhaustiveHighBits) {
+  std::mt19937 rng(8);
+  const int64_t n = 1 << 16;
+  for (T x_type : {T::kFloat16, T::kBFloat16}) {
+    // Every 16-bit x code, divided in its own type by a few scales.
+    std::vector<uint8_t> bytes(static_cast<size_t>(2 * n));
+    for (int64_t i = 0; i < n; ++i) {
+      bytes[static_cast<size_t>(2 * i)] = static_cast<uint8_t>(i & 0xFF);
+      bytes[static_cast<size_t>(2 * i + 1)] = static_cast<uint8_t>(i >> 8);
+    }
+    const Tensor x{x_type, {n}, bytes};
+    for (float scale_value : {1.0f, 0.1f, 3.0f, 1e-3f}) {
+      const Tensor s{x_type, {}, make_float_tensor(x_type, {scale_value})};
+      for (T y : {T::kInt16, T::kFloat8E5M2, T::kFloat8E4M3FN, T::kUint8}) {
+        QuantizeLinearAttributes attributes;
+        attributes.opset = 25;
+        attributes.output_dtype = static_cast<int64_t>(y);
+        const TensorView xv = x.view();
+        const TensorView sv = s.view();
+        const QuantizeCall call = plan_quantize(attributes, xv, sv, nullptr);
+        std::vector<uint8_t> expected(call.y_bytes, 0xA5);
+        quantize_scalar(call, expected.data(), 0, n);
+        for (const simd::Target& target : simd::available_targets()) {
+          const QuantizeKernel kernel = simd::quantize_kernel_for_target(target.bit, call);
+          ASSERT_NE(kernel, nullptr);
+          std::vector<uint8_t> got(call.y_bytes, 0xA5);
+          kernel(call, got.data(), 0, n);
+          const int64_t at = first_difference(got, expected);
+          ASSERT_EQ(at, -1) << target.name << " x=" << data_type_name(x_type) << " y=" << data_type_name(y) << " scale " << scale_value
+                            << ": got " << int{got[static_cast<size_t>(at)]} << " expected " << int{expected[static_cast<size_t>(at)]}
+                            << " at byte " << at;
+        }
+      }
+    }
+  }
+  (void)rng;
+}
+
+TEST(SimdKernelsTest, ZzComparedManyCalls) {
+  // Runs last in this file: the tests above really compared kernels (not skipped them all).
+  std::printf("[ compared ] %d kernel calls against the scalar reference\n", g_compared);
+  if (!simd::available_targets().empty()) EXPECT_GT(g_compared, 10000);
+}
+
+TEST(SimdKernelsTest, ForceScalarSelectsTheReference) {
+  const float x[4] = {1, 2, 3, 4};
+  const float scale = 0.5f;
+  const TensorView xv{T::kFloat, std::span<const int64_t>(), x, 4};
+  const int64_t shape[1] = {4};
+  const TensorView x4{T::kFloat, std::span<const int64_t>(shape, 1), x, 16};
+  const TensorView sv{T::kFloat, {}, &scale, 4};
+  QuantizeLinearAttributes attributes;
+  const QuantizeCall call = plan_quantize(attributes, x4, sv, nullptr);
+  EXPECT_EQ(select_quantize_kernel(call, true), &quantize_scalar);
+  if (simd::best_target() != 0) EXPECT_NE(select_quantize_kernel(call, false), &quantize_scalar);
+  (void)xv;
+}
+
+}  // namespace
+}  // namespace qdq::detail
