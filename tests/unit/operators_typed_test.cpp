@@ -231,6 +231,8 @@ std::vector<Layout> layouts() {
   return {
       {"scalar_x", {}, {}, std::nullopt, std::nullopt},
       {"per_tensor", {37}, {}, std::nullopt, std::nullopt},
+      {"per_tensor_long", {1031}, {}, std::nullopt, std::nullopt},  // long enough for vector kernels
+      {"per_axis_long_rows", {3, 515}, {3}, 0, std::nullopt},
       {"per_tensor_shape1_scale", {5, 7}, {1}, 1, std::nullopt},
       {"per_tensor_rank0_x_shape1_scale", {}, {1}, std::nullopt, std::nullopt},
       {"per_axis", {3, 7, 5}, {7}, 1, std::nullopt},
