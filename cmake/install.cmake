@@ -10,7 +10,7 @@
 #   <libdir>/cmake/qdq/qdqConfigVersion.cmake
 #   <libdir>/cmake/qdq/qdqTargets*.cmake
 #   <libdir>/pkgconfig/qdq.pc                pkg-config --cflags --libs qdq
-#   <docdir>/{LICENSE,CHANGELOG.md}
+#   <datarootdir>/doc/qdq/{LICENSE,CHANGELOG.md}
 #
 # Components: qdq_runtime (shared library, tool), qdq_development (headers, static library, package
 # files). Every path is relative to the prefix, so a prefix chosen at install time (--prefix) works
@@ -204,10 +204,14 @@ install(FILES "${PROJECT_BINARY_DIR}/qdq.pc"
         COMPONENT qdq_development)
 
 # --- Documents -----------------------------------------------------------------------------------
+# Not CMAKE_INSTALL_DOCDIR: in a subproject build that names the top-level project's directory.
+set(QDQ_INSTALL_DOCDIR "${CMAKE_INSTALL_DATAROOTDIR}/doc/qdq"
+    CACHE STRING "Where LICENSE and CHANGELOG.md are installed, relative to the prefix")
+mark_as_advanced(QDQ_INSTALL_DOCDIR)
 foreach(_doc LICENSE CHANGELOG.md)
   if(EXISTS "${PROJECT_SOURCE_DIR}/${_doc}")
     install(FILES "${PROJECT_SOURCE_DIR}/${_doc}"
-            DESTINATION "${CMAKE_INSTALL_DOCDIR}"
+            DESTINATION "${QDQ_INSTALL_DOCDIR}"
             COMPONENT qdq_development)
   endif()
 endforeach()
