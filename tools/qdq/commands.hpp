@@ -40,6 +40,10 @@ Command register_run(CLI::App& app, const GlobalOptions& globals);
 /// `qdq test PATH... [--dump-outputs DIR]` (cmd_test.cpp).
 Command register_test(CLI::App& app, const GlobalOptions& globals);
 
+/// `qdq bench [--json] [--size N] [--filter TEXT] [--repeats N] [--compare-scalar]` (cmd_bench.cpp;
+/// built with QDQ_BUILD_BENCH).
+Command register_bench(CLI::App& app, const GlobalOptions& globals);
+
 /// Prints "qdq: MESSAGE" as exactly one line on stderr (newlines in MESSAGE become spaces).
 /// Thread-compatible; never throws.
 void report_error(std::string_view message) noexcept;

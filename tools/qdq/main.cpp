@@ -68,6 +68,9 @@ int run_main(int argc, char** argv) {
   const std::vector<Command> commands = {
       register_run(app, globals),
       register_test(app, globals),
+#if defined(QDQ_CLI_HAVE_BENCH)
+      register_bench(app, globals),
+#endif
   };
 
   try {

@@ -1,0 +1,394 @@
+// The benchmark cases, the streaming reference and the report formats (see bench_core.hpp).
+#include "bench_core.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <random>
+#include <thread>
+
+namespace qdq::bench {
+namespace {
+
+using T = DataType;
+using Clock = std::chrono::steady_clock;
+
+// ---------------------------------------------------------------------------------------------
+// The streaming reference: out = XOR of the input words that map to it (or in, repeated), in
+// 32-byte blocks, so the compiler emits one vector load per input block and one vector store per
+// output block. A function clone per ISA keeps it vectorised at the machine's width.
+
+typedef uint64_t Block __attribute__((vector_size(32)));
+
+template <int R>
+__attribute__((target_clones("avx2", "default"))) void stream_reduce(const uint8_t* in, uint8_t* out, size_t out_blocks) {
+  for (size_t j = 0; j < out_blocks; ++j) {
+    Block acc;
+    std::memcpy(&acc, in + (j * R) * 32, 32);
+    for (int t = 1; t < R; ++t) {
+      Block v;
+      std::memcpy(&v, in + (j * R + static_cast<size_t>(t)) * 32, 32);
+      acc ^= v;
+    }
+    std::memcpy(out + j * 32, &acc, 32);
+  }
+}
+
+template <int R>
+__attribute__((target_clones("avx2", "default"))) void stream_expand(const uint8_t* in, uint8_t* out, size_t in_blocks) {
+  for (size_t j = 0; j < in_blocks; ++j) {
+    Block v;
+    std::memcpy(&v, in + j * 32, 32);
+    for (int t = 0; t < R; ++t) {
+      const Block w = v + static_cast<uint64_t>(t);
+      std::memcpy(out + (j * R + static_cast<size_t>(t)) * 32, &w, 32);
+    }
+  }
+}
+
+/// Reads `in_bytes` and writes `out_bytes` (ratios 1/16..16, both multiples of 32·ratio).
+void stream_range(const uint8_t* in, uint64_t in_bytes, uint8_t* out, uint64_t out_bytes) {
+  if (in_bytes >= out_bytes) {
+    const uint64_t r = in_bytes / out_bytes;
+    const size_t blocks = out_bytes / 32;
+    switch (r) {
+      case 1: stream_reduce<1>(in, out, blocks); break;
+      case 2: stream_reduce<2>(in, out, blocks); break;
+      case 4: stream_reduce<4>(in, out, blocks); break;
+      case 8: stream_reduce<8>(in, out, blocks); break;
+      default: stream_reduce<16>(in, out, blocks); break;
+    }
+  } else {
+    const uint64_t r = out_bytes / in_bytes;
+    const size_t blocks = in_bytes / 32;
+    switch (r) {
+      case 2: stream_expand<2>(in, out, blocks); break;
+      case 4: stream_expand<4>(in, out, blocks); break;
+      case 8: stream_expand<8>(in, out, blocks); break;
+      default: stream_expand<16>(in, out, blocks); break;
+    }
+  }
+}
+
+void stream_bytes(const uint8_t* in, uint64_t in_bytes, uint8_t* out, uint64_t out_bytes, int threads) {
+  // Whole 32-byte blocks of the smaller side, split evenly between threads.
+  const uint64_t small = std::min(in_bytes, out_bytes);
+  const uint64_t in_per = in_bytes / small;
+  const uint64_t out_per = out_bytes / small;
+  const uint64_t blocks = small / 32;
+  if (threads <= 1 || blocks < 64) {
+    stream_range(in, blocks * 32 * in_per, out, blocks * 32 * out_per);
+    return;
+  }
+  std::vector<std::thread> workers;
+  for (int t = 0; t < threads; ++t) {
+    const uint64_t b0 = blocks * static_cast<uint64_t>(t) / static_cast<uint64_t>(threads);
+    const uint64_t b1 = blocks * static_cast<uint64_t>(t + 1) / static_cast<uint64_t>(threads);
+    workers.emplace_back([=] { stream_range(in + b0 * 32 * in_per, (b1 - b0) * 32 * in_per, out + b0 * 32 * out_per, (b1 - b0) * 32 * out_per); });
+  }
+  for (auto& w : workers) w.join();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Cases.
+
+int bits_of(T t) { return bit_width(t); }
+
+bool is_float8(T t) { return t == T::kFloat8E4M3FN || t == T::kFloat8E4M3FNUZ || t == T::kFloat8E5M2 || t == T::kFloat8E5M2FNUZ; }
+bool is_integer(T t) {
+  return t == T::kUint8 || t == T::kInt8 || t == T::kUint16 || t == T::kInt16 || t == T::kUint4 || t == T::kInt4 || t == T::kUint2 ||
+         t == T::kInt2;
+}
+
+std::string short_name(T t) {
+  std::string s = data_type_name(t);
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  if (s == "float") return "float32";
+  return s;
+}
+
+std::vector<CaseInfo> build_cases() {
+  std::vector<CaseInfo> cases;
+  auto add = [&](const std::string& op, T x, T y, const std::string& granularity, int64_t block) {
+    std::string name = op + "/" + short_name(x) + "->" + short_name(y) + "/" + granularity;
+    if (block > 0) name += "-" + std::to_string(block);
+    cases.push_back({name, op, x, y, granularity, block});
+  };
+  const T quantized[] = {T::kUint8, T::kInt8, T::kUint16, T::kInt16, T::kUint4, T::kInt4, T::kUint2,
+                         T::kInt2, T::kFloat8E4M3FN, T::kFloat8E4M3FNUZ, T::kFloat8E5M2, T::kFloat8E5M2FNUZ, T::kFloat4E2M1};
+  for (T y : quantized) add("quantize", T::kFloat, y, "per-tensor", 0);
+  for (T y : {T::kUint8, T::kInt8}) add("quantize", T::kFloat, y, "per-axis", 0);
+  for (T y : {T::kInt4, T::kUint4, T::kFloat8E4M3FN}) {
+    add("quantize", T::kFloat, y, "blocked-last", 32);
+    add("quantize", T::kFloat, y, "blocked-axis0", 32);
+  }
+  add("quantize", T::kFloat16, T::kUint8, "per-tensor", 0);
+  add("quantize", T::kBFloat16, T::kInt8, "per-tensor", 0);
+
+  for (T x : quantized) add("dequantize", x, T::kFloat, "per-tensor", 0);
+  for (T x : {T::kUint8, T::kInt8}) add("dequantize", x, T::kFloat, "per-axis", 0);
+  for (T x : {T::kInt4, T::kUint4, T::kFloat8E4M3FN}) {
+    add("dequantize", x, T::kFloat, "blocked-last", 32);
+    add("dequantize", x, T::kFloat, "blocked-axis0", 32);
+  }
+  add("dequantize", T::kUint8, T::kFloat16, "per-tensor", 0);
+  add("dequantize", T::kInt8, T::kBFloat16, "per-tensor", 0);
+  add("dequantize", T::kFloat8E4M3FN, T::kBFloat16, "per-tensor", 0);
+  add("dequantize", T::kInt4, T::kFloat16, "blocked-last", 32);
+  return cases;
+}
+
+struct Layout {
+  std::vector<int64_t> shape;
+  std::vector<int64_t> scale_shape;
+  int64_t axis = 0;
+};
+
+Layout layout_for(const CaseInfo& info, int64_t elements) {
+  Layout l;
+  if (info.granularity == "per-tensor") {
+    l.shape = {elements};
+  } else if (info.granularity == "per-axis") {
+    l.shape = {64, elements / 64};  // per output channel: 64 runs of elements/64 with one scale each
+    l.scale_shape = {64};
+  } else if (info.granularity == "blocked-last") {
+    l.shape = {elements / 1024, 1024};
+    l.scale_shape = {elements / 1024, 1024 / info.block_size};
+    l.axis = 1;
+  } else {
+    l.shape = {256, elements / 256};  // blocks of rows: runs of elements/256 with a row of scales
+    l.scale_shape = {256 / info.block_size, elements / 256};
+  }
+  return l;
+}
+
+std::vector<uint8_t> float_bytes(T type, const std::vector<float>& values) {
+  std::vector<uint8_t> out(values.size() * (type == T::kFloat ? 4 : 2));
+  for (size_t i = 0; i < values.size(); ++i) {
+    uint32_t bits;
+    std::memcpy(&bits, &values[i], 4);
+    if (type == T::kFloat) {
+      std::memcpy(&out[4 * i], &bits, 4);
+    } else if (type == T::kBFloat16) {
+      const uint16_t b = static_cast<uint16_t>((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16);  // finite values only
+      std::memcpy(&out[2 * i], &b, 2);
+    } else {
+      // float16 of a value well inside its normal range (the bench only needs plausible data)
+      const float v = values[i];
+      const int e = std::ilogb(v);
+      uint16_t h = 0;
+      if (v != 0 && e >= -14 && e <= 15) {
+        const uint32_t m = static_cast<uint32_t>(std::lround(std::ldexp(std::fabs(v), 10 - e))) - 1024;
+        h = static_cast<uint16_t>((v < 0 ? 0x8000 : 0) | ((e + 15) << 10) | std::min<uint32_t>(m, 1023));
+      }
+      std::memcpy(&out[2 * i], &h, 2);
+    }
+  }
+  return out;
+}
+
+class Case final : public PreparedCase {
+ public:
+  Case(const CaseInfo& info, int64_t elements) : info_(info) {
+    layout_ = layout_for(info, elements);
+    elements_ = element_count(layout_.shape);
+    std::mt19937 rng(42);
+    const int64_t scale_count = layout_.scale_shape.empty() ? 1 : element_count(layout_.scale_shape);
+    const bool quantize = info.op == "quantize";
+    const T float_type = quantize ? info.x : info.y;
+    const T q_type = quantize ? info.y : info.x;
+    std::uniform_real_distribution<float> scale_dist(0.01f, 0.02f);
+    std::vector<float> scales(static_cast<size_t>(scale_count));
+    for (auto& s : scales) s = scale_dist(rng);
+    scale_ = float_bytes(float_type == T::kFloat ? T::kFloat : float_type, scales);
+    scale_type_ = float_type;
+    if (is_integer(q_type)) {
+      zero_point_.assign(storage_bytes(q_type, static_cast<uint64_t>(scale_count)), 0);
+      for (auto& b : zero_point_) b = static_cast<uint8_t>(bits_of(q_type) == 8 ? 3 : bits_of(q_type) == 4 ? 0x11 : bits_of(q_type) == 2 ? 0x55 : 0);
+    }
+    if (quantize) {
+      std::uniform_real_distribution<float> xd(-2.0f, 2.0f);
+      std::vector<float> xs(static_cast<size_t>(elements_));
+      for (auto& v : xs) v = xd(rng);
+      x_ = float_bytes(info.x, xs);
+    } else {
+      x_.resize(storage_bytes(info.x, static_cast<uint64_t>(elements_)));
+      for (auto& b : x_) b = static_cast<uint8_t>(rng());
+      if (is_float8(info.x)) {
+        for (auto& b : x_) b &= 0xBF;  // keep clear of NaN codes (the data is not what is measured)
+      }
+    }
+    y_.assign(storage_bytes(info.y, static_cast<uint64_t>(elements_)), 0);
+  }
+
+  int64_t elements() const { return elements_; }
+
+  void run(const ExecutionOptions& options) override {
+    const TensorView x{info_.x, layout_.shape, x_.data(), x_.size()};
+    const TensorView s{scale_type_, layout_.scale_shape, scale_.data(), scale_.size()};
+    const T zp_type = info_.op == "quantize" ? info_.y : info_.x;
+    const TensorView zp{zp_type, layout_.scale_shape, zero_point_.data(), zero_point_.size()};
+    const MutableTensorView y{info_.y, layout_.shape, y_.data(), y_.size()};
+    const TensorView* zpp = zero_point_.empty() ? nullptr : &zp;
+    if (info_.op == "quantize") {
+      QuantizeLinearAttributes a;
+      a.axis = layout_.axis;
+      if (info_.block_size > 0) a.block_size = info_.block_size;
+      if (zpp == nullptr) a.output_dtype = static_cast<int64_t>(info_.y);
+      quantize_linear(a, x, s, zpp, y, options);
+    } else {
+      DequantizeLinearAttributes a;
+      a.axis = layout_.axis;
+      if (info_.block_size > 0) a.block_size = info_.block_size;
+      a.output_dtype = static_cast<int64_t>(info_.y);
+      dequantize_linear(a, x, s, zpp, y, options);
+    }
+  }
+
+  void stream() override { stream_bytes(x_.data(), x_.size(), y_.data(), y_.size(), stream_threads_); }
+  uint64_t bytes_in() const override { return x_.size(); }
+  uint64_t bytes_out() const override { return y_.size(); }
+  void set_stream_threads(int threads) { stream_threads_ = threads; }
+
+ private:
+  CaseInfo info_;
+  Layout layout_;
+  int64_t elements_ = 0;
+  T scale_type_ = T::kFloat;
+  std::vector<uint8_t> x_, scale_, zero_point_, y_;
+  int stream_threads_ = 1;
+};
+
+/// Median seconds of one call of fn, over `repeats` samples each long enough to time (>= 2 ms).
+double median_seconds(const std::function<void()>& fn, int repeats) {
+  // Calibrate: how many calls make a sample of at least 2 ms.
+  int64_t calls = 1;
+  for (;;) {
+    const auto t0 = Clock::now();
+    for (int64_t i = 0; i < calls; ++i) fn();
+    const double dt = std::chrono::duration<double>(Clock::now() - t0).count();
+    if (dt >= 2e-3 || calls >= (int64_t{1} << 20)) break;
+    calls *= 4;
+  }
+  std::vector<double> samples;
+  for (int r = 0; r < std::max(1, repeats); ++r) {
+    const auto t0 = Clock::now();
+    for (int64_t i = 0; i < calls; ++i) fn();
+    samples.push_back(std::chrono::duration<double>(Clock::now() - t0).count() / static_cast<double>(calls));
+  }
+  std::sort(samples.begin(), samples.end());
+  return samples[samples.size() / 2];
+}
+
+std::string fixed(double v, int digits) {
+  char buffer[64];
+  std::snprintf(buffer, sizeof buffer, "%.*f", digits, v);
+  return buffer;
+}
+
+std::string json_string(const std::string& s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') out += '\\';
+    out += c;
+  }
+  return out + "\"";
+}
+
+}  // namespace
+
+const std::vector<CaseInfo>& all_cases() {
+  static const std::vector<CaseInfo> cases = build_cases();
+  return cases;
+}
+
+std::unique_ptr<PreparedCase> prepare_case(const CaseInfo& info, int64_t elements, int64_t* actual_elements) {
+  auto c = std::make_unique<Case>(info, std::max<int64_t>(1024, elements / 1024 * 1024));
+  if (actual_elements != nullptr) *actual_elements = c->elements();
+  return c;
+}
+
+std::vector<BenchResult> run_benchmarks(const BenchOptions& options, const std::function<void(const BenchResult&)>& progress) {
+  std::vector<BenchResult> results;
+  const int threads = options.threads > 0 ? options.threads : default_num_threads();
+  for (const CaseInfo& info : all_cases()) {
+    if (!options.filter.empty() && info.name.find(options.filter) == std::string::npos) continue;
+    int64_t elements = 0;
+    auto prepared = prepare_case(info, options.elements, &elements);
+    auto* c = static_cast<Case*>(prepared.get());
+    c->set_stream_threads(threads);
+    std::vector<bool> kernels;  // force_scalar per row
+    kernels.push_back(options.force_scalar);
+    if (options.compare_scalar && !options.force_scalar) kernels.push_back(true);
+    // Warm up (page faults, thread pool start-up).
+    c->stream();
+    c->run(ExecutionOptions{});
+    for (bool scalar : kernels) {
+      ExecutionOptions exec;
+      exec.num_threads = options.threads;
+      exec.force_scalar = scalar;
+      const double stream_before = median_seconds([&] { c->stream(); }, options.repeats);
+      const double seconds = median_seconds([&] { c->run(exec); }, options.repeats);
+      const double stream_after = median_seconds([&] { c->stream(); }, options.repeats);
+      const double stream_seconds = (stream_before + stream_after) / 2;
+      const double bytes = static_cast<double>(c->bytes_in() + c->bytes_out());
+      BenchResult r;
+      r.name = info.name;
+      r.op = info.op;
+      r.x = data_type_name(info.x);
+      r.y = data_type_name(info.y);
+      r.granularity = info.granularity;
+      r.block_size = info.block_size;
+      r.elements = elements;
+      r.threads = threads;
+      r.kernel = scalar ? "scalar" : "simd";
+      r.seconds = seconds;
+      r.gelem_per_s = static_cast<double>(elements) / seconds / 1e9;
+      r.gbps = bytes / seconds / 1e9;
+      r.stream_gbps = bytes / stream_seconds / 1e9;
+      r.ratio = r.gbps / r.stream_gbps;
+      if (progress) progress(r);
+      results.push_back(r);
+    }
+  }
+  return results;
+}
+
+std::string to_json(const std::vector<BenchResult>& results) {
+  std::string out = "[\n";
+  for (size_t i = 0; i < results.size(); ++i) {
+    const BenchResult& r = results[i];
+    out += "  {\"case\": " + json_string(r.name) + ", \"op\": " + json_string(r.op) + ", \"x\": " + json_string(r.x) +
+           ", \"y\": " + json_string(r.y) + ", \"granularity\": " + json_string(r.granularity) +
+           ", \"block_size\": " + std::to_string(r.block_size) + ", \"elements\": " + std::to_string(r.elements) +
+           ", \"threads\": " + std::to_string(r.threads) + ", \"kernel\": " + json_string(r.kernel) +
+           ", \"seconds\": " + fixed(r.seconds, 9) + ", \"gelem_per_s\": " + fixed(r.gelem_per_s, 4) +
+           ", \"gbps\": " + fixed(r.gbps, 3) + ", \"stream_gbps\": " + fixed(r.stream_gbps, 3) + ", \"ratio\": " + fixed(r.ratio, 3) + "}";
+    out += i + 1 < results.size() ? ",\n" : "\n";
+  }
+  return out + "]\n";
+}
+
+std::string table_header() {
+  char buffer[256];
+  std::snprintf(buffer, sizeof buffer, "%-46s %-6s %7s %10s %8s %8s %6s", "case", "kernel", "threads", "Gelem/s", "GB/s",
+                "streamGB", "ratio");
+  return buffer;
+}
+
+std::string table_row(const BenchResult& r) {
+  char buffer[256];
+  std::snprintf(buffer, sizeof buffer, "%-46s %-6s %7d %10.3f %8.2f %8.2f %6.2f", r.name.c_str(), r.kernel.c_str(), r.threads,
+                r.gelem_per_s, r.gbps, r.stream_gbps, r.ratio);
+  return buffer;
+}
+
+std::string to_table(const std::vector<BenchResult>& results) {
+  std::string out = table_header() + "\n";
+  for (const BenchResult& r : results) out += table_row(r) + "\n";
+  return out;
+}
+
+}  // namespace qdq::bench

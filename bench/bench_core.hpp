@@ -1,0 +1,83 @@
+// qdq's benchmark core, shared by `qdq bench` and the Google Benchmark binary: a fixed list of
+// QuantizeLinear/DequantizeLinear cases, each timed through the public API and set against a
+// streaming loop that reads and writes the same numbers of bytes in the same run.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "qdq/qdq.hpp"
+
+namespace qdq::bench {
+
+struct BenchOptions {
+  int64_t elements = int64_t{64} << 20;  // elements per case (shapes are rounded to fit)
+  int threads = 1;                       // ExecutionOptions::num_threads; 0 = qdq's default
+  std::string filter;                    // only cases whose name contains this text
+  int repeats = 5;                       // timed samples per measurement; the median is reported
+  bool force_scalar = false;             // time the scalar reference kernels
+  bool compare_scalar = false;           // also time the scalar kernels, reported as extra rows
+};
+
+struct BenchResult {
+  std::string name;         // e.g. "quantize/float32->uint8/per-tensor"
+  std::string op;           // "quantize" or "dequantize"
+  std::string x;            // ONNX type names
+  std::string y;
+  std::string granularity;  // "per-tensor", "per-axis", "blocked-last", "blocked-axis0"
+  int64_t block_size = 0;
+  int64_t elements = 0;
+  int threads = 1;
+  std::string kernel;       // "simd" or "scalar"
+  double seconds = 0;       // median time of one call
+  double gelem_per_s = 0;   // 1e9 elements per second
+  double gbps = 0;          // (bytes read + bytes written) / seconds / 1e9
+  double stream_gbps = 0;   // the streaming loop on the same bytes, same run, median
+  double ratio = 0;         // gbps / stream_gbps
+};
+
+/// One benchmark case with its tensors allocated: call run() to execute the operator once.
+class PreparedCase {
+ public:
+  virtual ~PreparedCase() = default;
+  virtual void run(const ExecutionOptions& options) = 0;
+  /// The streaming reference: reads bytes_in() bytes and writes bytes_out() bytes, vectorised.
+  virtual void stream() = 0;
+  virtual uint64_t bytes_in() const = 0;
+  virtual uint64_t bytes_out() const = 0;
+};
+
+struct CaseInfo {
+  std::string name;
+  std::string op;
+  DataType x;
+  DataType y;
+  std::string granularity;
+  int64_t block_size;
+};
+
+/// Every case, in the order they run.
+const std::vector<CaseInfo>& all_cases();
+
+/// Allocates and fills the tensors of a case with about `elements` elements (the exact count is
+/// returned by elements()).
+std::unique_ptr<PreparedCase> prepare_case(const CaseInfo& info, int64_t elements, int64_t* actual_elements);
+
+/// Runs the cases that match options.filter; `progress` (if set) gets each result as it is measured.
+std::vector<BenchResult> run_benchmarks(const BenchOptions& options,
+                                        const std::function<void(const BenchResult&)>& progress = {});
+
+/// The results as a JSON array of objects (one per result, fields as in BenchResult).
+std::string to_json(const std::vector<BenchResult>& results);
+
+/// The results as an aligned text table, one line per result plus a header.
+std::string to_table(const std::vector<BenchResult>& results);
+
+/// One table row (without newline), and the header it lines up with.
+std::string table_header();
+std::string table_row(const BenchResult& result);
+
+}  // namespace qdq::bench

@@ -1,0 +1,50 @@
+// `qdq bench [--json] [--size ELEMENTS] [--filter TEXT] [--repeats N] [--compare-scalar]`: time the
+// QuantizeLinear/DequantizeLinear kernels on qdq's benchmark cases (bench/bench_core.hpp), each next
+// to a streaming loop over the same bytes measured in the same run. Threads come from the global
+// --threads option (default here: 1); --force-scalar times the scalar reference kernels.
+#include <memory>
+#include <string>
+
+#include "bench_core.hpp"
+#include "commands.hpp"
+
+namespace qdq::cli {
+
+Command register_bench(CLI::App& app, const GlobalOptions& globals) {
+  struct Arguments {
+    bool json = false;
+    int64_t size = int64_t{64} << 20;
+    std::string filter;
+    int repeats = 5;
+    bool compare_scalar = false;
+  };
+  auto args = std::make_shared<Arguments>();
+  CLI::App* sub = app.add_subcommand("bench", "Measure kernel throughput against a same-run streaming reference");
+  sub->add_flag("--json", args->json, "Print the results as a JSON array");
+  sub->add_option("--size", args->size, "Elements per case (default 67108864; e.g. 16384 for in-cache)")
+      ->check(CLI::Range(int64_t{1024}, int64_t{1} << 40));
+  sub->add_option("--filter", args->filter, "Only cases whose name contains TEXT (e.g. 'quantize/float32->uint8')");
+  sub->add_option("--repeats", args->repeats, "Timed samples per measurement; the median is reported")->check(CLI::Range(1, 1000));
+  sub->add_flag("--compare-scalar", args->compare_scalar, "Also time the scalar reference kernels (extra rows)");
+  Command command;
+  command.app = sub;
+  command.run = [args, &globals]() {
+    bench::BenchOptions options;
+    options.elements = args->size;
+    options.threads = globals.threads > 0 ? globals.threads : 1;
+    options.filter = args->filter;
+    options.repeats = args->repeats;
+    options.force_scalar = globals.force_scalar;
+    options.compare_scalar = args->compare_scalar;
+    if (args->json) {
+      print_line(bench::to_json(bench::run_benchmarks(options)));
+    } else {
+      print_line(bench::table_header());
+      bench::run_benchmarks(options, [](const bench::BenchResult& r) { print_line(bench::table_row(r)); });
+    }
+    return 0;
+  };
+  return command;
+}
+
+}  // namespace qdq::cli
