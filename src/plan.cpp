@@ -25,9 +25,9 @@ std::string type_list(std::initializer_list<T> types) {
 
 bool one_of(T t, std::initializer_list<T> types) { return std::find(types.begin(), types.end(), t) != types.end(); }
 
-void require_type(const std::string& op, const char* input, T type, std::initializer_list<T> allowed) {
+void require_type(const std::string& op, const std::string& input, T type, std::initializer_list<T> allowed) {
   if (!one_of(type, allowed)) {
-    fail(op, std::string(input) + " has element type " + data_type_name(type) + ", which this version does not allow (allowed: " +
+    fail(op, input + " has element type " + data_type_name(type) + ", which this version does not allow (allowed: " +
                  type_list(allowed) + ")");
   }
 }
@@ -260,7 +260,9 @@ QuantizeCall plan_quantize(const QuantizeLinearAttributes& a, const TensorView& 
   } else {
     call.y_type = output_dtype != 0 ? static_cast<T>(output_dtype) : T::kUint8;
   }
-  const char* output_name = y_zero_point ? "y_zero_point" : "output type y";
+  const std::string output_name = y_zero_point ? std::string("y_zero_point")
+                                 : output_dtype != 0 ? "output type y (from output_dtype " + std::to_string(output_dtype) + ")"
+                                                     : std::string("output type y (default)");
   switch (v) {
     case 10:
     case 13:

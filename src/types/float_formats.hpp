@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <type_traits>
 
 namespace qdq::detail {
 
@@ -97,7 +98,17 @@ constexpr uint32_t encode(Source value, bool saturate) {
   const U exp_all_ones = (U(1) << S::kExpBits) - 1;
 
   if (exp_field == exp_all_ones) {
-    if ((magnitude & ((U(1) << S::kManBits) - 1)) != 0) return nan_code<F>(negative);
+    const U payload = magnitude & ((U(1) << S::kManBits) - 1);
+    if (payload != 0) {
+      if constexpr (F::kBits == 16 && std::is_same_v<Source, float>) {
+        // Keep the top payload bits as NumPy (float16) and ml_dtypes (bfloat16, forced quiet) do.
+        uint32_t top = static_cast<uint32_t>(payload >> (S::kManBits - F::kManBits));
+        if constexpr (F::kExpBits == 8) top |= 1u << (F::kManBits - 1);
+        if (top == 0) top = 1;
+        return sign | (F::kExpFieldMax << F::kManBits) | top;
+      }
+      return nan_code<F>(negative);
+    }
     // ±inf.
     if constexpr (F::kSpecials == SpecialValues::kIeee) {
       return saturate ? sign | F::kMaxCode : sign | (F::kExpFieldMax << F::kManBits);
@@ -176,7 +187,11 @@ constexpr float decode(uint32_t code) {
     if ((code & F::kMagnitudeMask) == F::kMagnitudeMask) return std::bit_cast<float>(sign | 0x7FC00000u);
   } else if constexpr (F::kSpecials == SpecialValues::kIeee) {
     if (exp_field == F::kExpFieldMax) {
-      if (man != 0) return std::bit_cast<float>(sign | 0x7FC00000u | (man << (23 - F::kManBits)));
+      if (man != 0) {
+        // float16/bfloat16 NaNs keep their payload; float8 NaNs decode to the default quiet NaN.
+        if constexpr (F::kBits == 16) return std::bit_cast<float>(sign | 0x7FC00000u | (man << (23 - F::kManBits)));
+        return std::bit_cast<float>(sign | 0x7FC00000u);
+      }
       return std::bit_cast<float>(sign | 0x7F800000u);
     }
   }
