@@ -74,7 +74,15 @@ HWY_INLINE VU EncodeF(VF v, bool saturate) {
     const VI inf_code = hn::Set(di, static_cast<int32_t>(F::kExpFieldMax << kM));
     const VI big = saturate ? max_code : inf_code;  // finite overflow and ±inf
     code = hn::IfThenElse(hn::Or(overflow, is_inf), big, code);
-    code = hn::IfThenElse(is_nan, hn::Set(di, static_cast<int32_t>(nan_code<F>(false))), code);
+    if constexpr (F::kBits == 16) {
+      // float16/bfloat16 keep the top payload bits (bfloat16 forced quiet; never a zero payload).
+      VI top = hn::BitCast(di, hn::ShiftRight<kS>(hn::And(mag, hn::Set(du, 0x007FFFFFu))));
+      if constexpr (F::kExpBits == 8) top = hn::Or(top, hn::Set(di, 1 << (kM - 1)));
+      top = hn::Max(top, hn::Set(di, 1));
+      code = hn::IfThenElse(is_nan, hn::Or(top, hn::Set(di, static_cast<int32_t>(F::kExpFieldMax << kM))), code);
+    } else {
+      code = hn::IfThenElse(is_nan, hn::Set(di, static_cast<int32_t>(nan_code<F>(false))), code);
+    }
     return hn::Or(hn::BitCast(du, code), sign);
   } else if constexpr (F::kSpecials == SpecialValues::kFn) {
     const VI nan = hn::Set(di, static_cast<int32_t>(F::kMagnitudeMask));
@@ -122,8 +130,10 @@ HWY_INLINE VF DecodeF(VU code) {
   if constexpr (F::kSpecials == SpecialValues::kIeee) {
     const auto special = hn::RebindMask(du, hn::Gt(hn::BitCast(di, magc), hn::Set(di, static_cast<int32_t>(F::kExpFieldMax << kM) - 1)));
     const auto has_man = hn::RebindMask(du, hn::Gt(hn::BitCast(di, man), hn::Zero(di)));
+    // float16/bfloat16 NaNs keep their payload (made quiet); float8 NaNs decode to the default NaN.
     const VU quiet = hn::IfThenElseZero(has_man, hn::Set(du, 0x00400000u));
-    const VU inf_nan = hn::Or(hn::Set(du, 0x7F800000u), hn::Or(hn::ShiftLeft<23 - kM>(man), quiet));
+    const VU payload = F::kBits == 16 ? hn::ShiftLeft<23 - kM>(man) : hn::Zero(du);
+    const VU inf_nan = hn::Or(hn::Set(du, 0x7F800000u), hn::Or(payload, quiet));
     out = hn::IfThenElse(special, inf_nan, out);
   } else if constexpr (F::kSpecials == SpecialValues::kFn) {
     const auto nan = hn::RebindMask(du, hn::Eq(hn::BitCast(di, magc), hn::Set(di, static_cast<int32_t>(F::kMagnitudeMask))));
