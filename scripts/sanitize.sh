@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# Sanitizers and fuzzers (called by scripts/test.sh; also runs on its own). Exits non-zero on any
+# sanitizer report, test failure or fuzzer crash.
+#
+#   1. ASan + UBSan (GCC, build/asan, -O1 -g): the whole ctest suite except
+#        - label `large` (4-6 GiB tensors; ASan's shadow memory and slowdown make them impractical,
+#          and they run in the release build),
+#        - label `consumer` (they configure and build separate projects against a plain install:
+#          minutes of build time and no sanitized code of ours in them),
+#        - python (not built: the module would need libasan LD_PRELOADed into an uninstrumented
+#          python3, whose own allocations then flood LeakSanitizer; the C++ it wraps is what the
+#          tests here cover).
+#   2. TSan (GCC, build/tsan): the unit tests with QDQ_NUM_THREADS=2 and the threaded stress test
+#      (ctest label `threads`).
+#   3. libFuzzer (clang, build/fuzz, with ASan + UBSan): fuzz_operators and fuzz_onnx, each for
+#      QDQ_FUZZ_SECONDS (default 60) from the committed seed corpus, side by side on two cores.
+#      Execution counts go to build/fuzz/fuzz-stats.txt; a crash input is saved as
+#      build/fuzz/crash-* (commit it under tests/robustness/regressions/<target>/ once fixed).
+#
+# Environment: QDQ_JOBS (build parallelism, default nproc), QDQ_FUZZ_SECONDS, QDQ_SANITIZE_STEPS
+# (any of "asan tsan fuzz", default all three).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+jobs=${QDQ_JOBS:-$(nproc)}
+fuzz_seconds=${QDQ_FUZZ_SECONDS:-60}
+steps=${QDQ_SANITIZE_STEPS:-asan tsan fuzz}
+start=$SECONDS
+step() { printf '\n=== sanitize: %s (%ds)\n' "$1" $((SECONDS - start)); }
+
+# Any report is fatal, and says where.
+export ASAN_OPTIONS=halt_on_error=1:abort_on_error=1:detect_leaks=1:strict_string_checks=1:detect_stack_use_after_return=1:check_initialization_order=1
+export UBSAN_OPTIONS=halt_on_error=1:abort_on_error=1:print_stacktrace=1
+export TSAN_OPTIONS=halt_on_error=1:abort_on_error=1:exitcode=66:second_deadlock_stack=1
+
+common=(-G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g"
+        -DQDQ_BUILD_PYTHON=OFF -DQDQ_BUILD_BENCH=OFF -DQDQ_INSTALL=OFF)
+
+if [[ $steps == *asan* ]]; then
+  step "ASan + UBSan build (build/asan)"
+  cmake -S . -B build/asan "${common[@]}" -DQDQ_SANITIZE=address > /dev/null
+  # Everything the remaining tests need (consumer tests build their own projects; not run here).
+  cmake --build build/asan -j "$jobs"
+  step "ASan + UBSan: ctest (all but large, consumer)"
+  (cd build/asan && ctest --output-on-failure -j "$jobs" -LE 'large|consumer' --timeout 900)
+fi
+
+if [[ $steps == *tsan* ]]; then
+  step "TSan build (build/tsan)"
+  cmake -S . -B build/tsan "${common[@]}" -DQDQ_SANITIZE=thread -DQDQ_BUILD_TOOLS=OFF > /dev/null
+  tsan_targets=(qdq_robustness_tests)
+  if ninja -C build/tsan -t targets all 2> /dev/null | grep -q '^qdq_unit_tests:'; then tsan_targets+=(qdq_unit_tests); fi
+  cmake --build build/tsan -j "$jobs" --target "${tsan_targets[@]}"
+  step "TSan: unit tests (QDQ_NUM_THREADS=2) and threaded stress"
+  (cd build/tsan && QDQ_NUM_THREADS=2 ctest --output-on-failure -j "$jobs" -R '^(unit|robustness_threads)$' --timeout 900)
+fi
+
+if [[ $steps == *fuzz* ]]; then
+  if ! command -v clang++ > /dev/null; then
+    echo "sanitize: clang++ not found; fuzzers not built (scripts/setup.sh installs clang)" >&2
+    exit 1
+  fi
+  step "libFuzzer build (build/fuzz, clang, ASan + UBSan)"
+  cmake -S . -B build/fuzz "${common[@]}" -DCMAKE_CXX_COMPILER=clang++ -DQDQ_SANITIZE=address \
+    -DQDQ_BUILD_FUZZERS=ON -DQDQ_BUILD_TESTS=OFF > /dev/null
+  fuzzers=(fuzz_operators)
+  if ninja -C build/fuzz -t targets all 2> /dev/null | grep -q '^fuzz_onnx:'; then fuzzers+=(fuzz_onnx); fi
+  cmake --build build/fuzz -j "$jobs" --target "${fuzzers[@]}"
+
+  step "libFuzzer: ${fuzzers[*]}, ${fuzz_seconds}s each, side by side"
+  stats=build/fuzz/fuzz-stats.txt
+  : > "$stats"
+  pids=()
+  for f in "${fuzzers[@]}"; do
+    corpus_name=${f#fuzz_}
+    work=build/fuzz/corpus-$corpus_name
+    rm -rf "$work" && mkdir -p "$work"
+    # -max_len: the operator harness reads ~40-120 bytes; ONNX seeds are up to a few hundred.
+    max_len=256
+    [[ $f == fuzz_onnx ]] && max_len=4096
+    (
+      "build/fuzz/fuzz/$f" "$work" "fuzz/corpus/$corpus_name" \
+        -max_total_time="$fuzz_seconds" -timeout=10 -rss_limit_mb=4096 -max_len=$max_len \
+        -artifact_prefix="build/fuzz/$f-" -print_final_stats=1 > "build/fuzz/$f.log" 2>&1
+    ) &
+    pids+=($!)
+  done
+  status=0
+  for i in "${!fuzzers[@]}"; do
+    f=${fuzzers[$i]}
+    if ! wait "${pids[$i]}"; then
+      status=1
+      echo "sanitize: $f found a problem:" >&2
+      grep -E 'ERROR|runtime error|invariant|SUMMARY|Test unit written|==[0-9]+==' "build/fuzz/$f.log" | head -40 >&2 || true
+    fi
+    runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "build/fuzz/$f.log" | tail -1)
+    rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "build/fuzz/$f.log" | tail -1)
+    cov=$(grep -oE 'cov: [0-9]+' "build/fuzz/$f.log" | tail -1 || true)
+    corpus=$(ls "build/fuzz/corpus-${f#fuzz_}" | wc -l)
+    printf '%s: %s executions in %ss (%s/s), %s, %s corpus inputs\n' "$f" "${runs:-?}" "$fuzz_seconds" "${rate:-?}" "${cov:-cov: ?}" "$corpus" | tee -a "$stats"
+  done
+  ((status == 0)) || exit 1
+fi
+
+step "sanitizers and fuzzers passed"
