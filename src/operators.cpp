@@ -83,8 +83,14 @@ DynamicQuantizationParameters dynamic_quantize_linear(const TensorView& x, const
   } catch (const Error& e) {
     throw Error(op + ": x: " + e.what());
   }
-  if (x.size_bytes != count * 4) {
-    throw Error(op + ": x of shape " + shape_to_string(x.shape) + " needs " + std::to_string(count * 4) + " bytes, but its buffer has " +
+  uint64_t x_bytes;
+  try {
+    x_bytes = storage_bytes(DataType::kFloat, count);
+  } catch (const Error& e) {
+    throw Error(op + ": x: " + e.what());
+  }
+  if (x.size_bytes != x_bytes) {
+    throw Error(op + ": x of shape " + shape_to_string(x.shape) + " needs " + std::to_string(x_bytes) + " bytes, but its buffer has " +
                 std::to_string(x.size_bytes));
   }
   if (count == 0) throw Error(op + ": x is empty (shape " + shape_to_string(x.shape) + "); its range, and so the scale, is undefined");

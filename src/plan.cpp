@@ -32,6 +32,9 @@ void require_type(const std::string& op, const std::string& input, T type, std::
   }
 }
 
+/// An int64 attribute value that is an ONNX DataType number (checked before any narrowing cast).
+bool is_type_number(int64_t value) { return value >= 1 && value <= 26 && is_known_data_type(static_cast<int32_t>(value)); }
+
 bool is_float8(T t) {
   return one_of(t, {T::kFloat8E4M3FN, T::kFloat8E4M3FNUZ, T::kFloat8E5M2, T::kFloat8E5M2FNUZ});
 }
@@ -89,6 +92,13 @@ Plan make_plan(const std::string& op, int version, std::span<const int64_t> x_sh
     return axis_attr < 0 ? axis_attr + rank : axis_attr;
   };
   auto set_extents = [&](int64_t axis) {
+    if (plan.elements == 0) {
+      // Nothing to iterate; the other dimensions may multiply past 2^63, so leave them alone.
+      plan.outer = 0;
+      plan.axis_len = x_shape[axis];
+      plan.inner = 0;
+      return;
+    }
     plan.outer = 1;
     for (int64_t k = 0; k < axis; ++k) plan.outer *= x_shape[k];
     plan.axis_len = x_shape[axis];
@@ -104,7 +114,7 @@ Plan make_plan(const std::string& op, int version, std::span<const int64_t> x_sh
     }
     const int64_t axis = normalized_axis();
     std::vector<int64_t> expected(x_shape.begin(), x_shape.end());
-    expected[axis] = (x_shape[axis] + block_size - 1) / block_size;
+    expected[axis] = x_shape[axis] / block_size + (x_shape[axis] % block_size != 0 ? 1 : 0);  // ceil, no overflow
     if (!std::equal(expected.begin(), expected.end(), scale_shape.begin(), scale_shape.end())) {
       fail(op, std::string(scale_name) + " shape " + shape_to_string(scale_shape) + " does not match the blocked shape " +
                    shape_to_string(expected) + " for axis " + std::to_string(axis) + ", block_size " + std::to_string(block_size) +
@@ -248,7 +258,7 @@ QuantizeCall plan_quantize(const QuantizeLinearAttributes& a, const TensorView& 
 
   // Output type: the zero point's type, else output_dtype, else UINT8.
   const int64_t output_dtype = a.output_dtype.value_or(0);
-  if (output_dtype != 0 && !is_known_data_type(static_cast<int32_t>(output_dtype))) {
+  if (output_dtype != 0 && !is_type_number(output_dtype)) {
     fail(op, "output_dtype " + std::to_string(output_dtype) + " is not an ONNX element type");
   }
   if (y_zero_point) {
@@ -293,7 +303,7 @@ QuantizeCall plan_quantize(const QuantizeLinearAttributes& a, const TensorView& 
   // Division type: `precision`, else the scale's type (float32 for e8m0, float64 for int32).
   const int64_t precision = a.precision.value_or(0);
   if (precision != 0) {
-    const auto p = static_cast<T>(precision);
+    const auto p = is_type_number(precision) ? static_cast<T>(precision) : T::kUndefined;
     if (!one_of(p, {T::kFloat, T::kFloat16, T::kBFloat16})) {
       fail(op, "precision " + std::to_string(precision) + " is not supported: the division can be done in FLOAT (1), FLOAT16 (10) or BFLOAT16 (16)");
     }
@@ -380,9 +390,10 @@ DequantizeCall plan_dequantize(const DequantizeLinearAttributes& a, const Tensor
   if (v < 19) {
     call.y_type = T::kFloat;
   } else if (output_dtype != 0) {
-    const auto t = static_cast<T>(output_dtype);
+    const auto t = is_type_number(output_dtype) ? static_cast<T>(output_dtype) : T::kUndefined;
     if (!one_of(t, {T::kFloat, T::kFloat16, T::kBFloat16})) {
-      fail(op, "output_dtype " + std::to_string(output_dtype) + " (" + data_type_name(t) + ") is not allowed: y must be FLOAT, FLOAT16 or BFLOAT16");
+      const std::string name = t == T::kUndefined ? "not an ONNX element type" : data_type_name(t);
+      fail(op, "output_dtype " + std::to_string(output_dtype) + " (" + name + ") is not allowed: y must be FLOAT, FLOAT16 or BFLOAT16");
     }
     call.y_type = t;
   } else if (x_scale.type == T::kFloat8E8M0) {
