@@ -182,11 +182,22 @@ Tensor tensor_from_proto(const ::onnx::TensorProto& proto, const std::string& wh
     }
   }
 
+  // Check the entry count before allocating: the dims alone may claim petabytes.
+  const uint64_t int32_entries = is_packed(type) ? sizes.bytes : sizes.elements;
+  switch (storage) {
+    case Storage::kFloat: require_count(proto.float_data(), sizes.elements, what, storage, description); break;
+    case Storage::kDouble: require_count(proto.double_data(), sizes.elements, what, storage, description); break;
+    case Storage::kInt64: require_count(proto.int64_data(), sizes.elements, what, storage, description); break;
+    case Storage::kUint64: require_count(proto.uint64_data(), sizes.elements, what, storage, description); break;
+    case Storage::kInt32:
+      require_count(proto.int32_data(), int32_entries, what, storage,
+                    is_packed(type) ? description + " (packed, one entry per byte)" : description);
+      break;
+  }
   t.data.assign(static_cast<size_t>(sizes.bytes), 0);
   uint8_t* out = t.data.data();
   switch (storage) {
     case Storage::kFloat: {
-      require_count(proto.float_data(), sizes.elements, what, storage, description);
       // Copy the bit patterns: the floats are never used as numbers, so NaN payloads survive.
       for (int k = 0; k < proto.float_data_size(); ++k) {
         const uint32_t bits = std::bit_cast<uint32_t>(proto.float_data(k));
@@ -195,7 +206,6 @@ Tensor tensor_from_proto(const ::onnx::TensorProto& proto, const std::string& wh
       break;
     }
     case Storage::kDouble: {
-      require_count(proto.double_data(), sizes.elements, what, storage, description);
       for (int k = 0; k < proto.double_data_size(); ++k) {
         const uint64_t bits = std::bit_cast<uint64_t>(proto.double_data(k));
         std::memcpy(out + 8 * static_cast<size_t>(k), &bits, 8);
@@ -203,7 +213,6 @@ Tensor tensor_from_proto(const ::onnx::TensorProto& proto, const std::string& wh
       break;
     }
     case Storage::kInt64: {
-      require_count(proto.int64_data(), sizes.elements, what, storage, description);
       for (int k = 0; k < proto.int64_data_size(); ++k) {
         const int64_t v = proto.int64_data(k);
         std::memcpy(out + 8 * static_cast<size_t>(k), &v, 8);
@@ -211,7 +220,6 @@ Tensor tensor_from_proto(const ::onnx::TensorProto& proto, const std::string& wh
       break;
     }
     case Storage::kUint64: {
-      require_count(proto.uint64_data(), sizes.elements, what, storage, description);
       const size_t width = static_cast<size_t>(bit_width(type) / 8);
       for (int k = 0; k < proto.uint64_data_size(); ++k) {
         const uint64_t v = proto.uint64_data(k);  // UINT32 keeps the low 32 bits (little-endian)
@@ -222,9 +230,6 @@ Tensor tensor_from_proto(const ::onnx::TensorProto& proto, const std::string& wh
     case Storage::kInt32: {
       // Packed types store one entry per byte; everything else one entry per element, of which the
       // low bits of the element's width are taken (packing.md §2).
-      const uint64_t entries = is_packed(type) ? sizes.bytes : sizes.elements;
-      require_count(proto.int32_data(), entries, what, storage,
-                    is_packed(type) ? description + " (packed, one entry per byte)" : description);
       const size_t width = is_packed(type) ? 1 : static_cast<size_t>(bit_width(type) / 8);
       for (int k = 0; k < proto.int32_data_size(); ++k) {
         uint32_t v = static_cast<uint32_t>(proto.int32_data(k));
