@@ -513,10 +513,11 @@ void quantize_oracle(const Buffer& x, const Buffer& scale, const Buffer* zp, con
                      const Output& y) {
   if (x.type != T::kFloat || scale.type != T::kFloat || (a.precision && *a.precision != 0 && *a.precision != 1)) return;
   if (y.type == T::kInt32 || !is_integer(y.type)) return;
+  const auto n = static_cast<int64_t>(*count_of(x.shape));
+  if (n == 0) return;  // nothing to check, and the other dims may multiply past 2^63
   const Layout l = layout_of(x.shape, scale.shape, a.axis, a.block_size);
   int64_t lo, hi;
   range_of(y.type, lo, hi);
-  const auto n = static_cast<int64_t>(*count_of(x.shape));
   for_checked_elements(n, [&](int64_t k) {
     const int64_t p = l.param(k);
     const float q = load_float(x.bytes, k) / load_float(scale.bytes, p);
@@ -538,8 +539,9 @@ void quantize_oracle(const Buffer& x, const Buffer& scale, const Buffer* zp, con
 void dequantize_oracle(const Buffer& x, const Buffer& scale, const Buffer* zp, const qdq::DequantizeLinearAttributes& a,
                        const Output& y) {
   if (!is_integer(x.type) || scale.type != T::kFloat || y.type != T::kFloat) return;
-  const Layout l = layout_of(x.shape, scale.shape, a.axis, a.block_size);
   const auto n = static_cast<int64_t>(*count_of(x.shape));
+  if (n == 0) return;  // nothing to check, and the other dims may multiply past 2^63
+  const Layout l = layout_of(x.shape, scale.shape, a.axis, a.block_size);
   for_checked_elements(n, [&](int64_t k) {
     const int64_t p = l.param(k);
     int64_t d = load_int(x.bytes, x.type, k);
