@@ -1,29 +1,62 @@
 // CPU detection for qdq's Highway targets. Highway's own detection lives in libhwy; doing it here
-// (with the compiler's cpuid builtins, which also check that the OS saves the AVX/AVX-512 state)
+// (cpuid and XGETBV, which also tell whether the OS saves the AVX/AVX-512 state)
 // keeps qdq dependent on Highway's headers only.
 #include "kernels/simd/config.h"
 
 #include "hwy/highway.h"
+
+#if HWY_ARCH_X86 && (defined(__GNUC__) || defined(__clang__))
+#include <cpuid.h>
+#endif
+#include <cstdint>
 
 #include "kernels/simd/simd_kernels.hpp"
 
 namespace qdq::detail::simd {
 namespace {
 
+#if HWY_ARCH_X86 && (defined(__GNUC__) || defined(__clang__))
+struct CpuFeatures {
+  bool sse4 = false;
+  bool avx2 = false;
+  bool avx3 = false;
+};
+
+/// cpuid plus XGETBV (does the OS save the YMM/ZMM state?). Written with <cpuid.h>, which GCC and
+/// clang both provide, rather than __builtin_cpu_supports, whose feature names differ between them.
+CpuFeatures read_cpu_features() {
+  CpuFeatures f;
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  if (__get_cpuid(1, &a, &b, &c, &d) == 0) return f;
+  const unsigned leaf1_ecx = c;
+  f.sse4 = (leaf1_ecx & bit_SSSE3) && (leaf1_ecx & bit_SSE4_1) && (leaf1_ecx & bit_SSE4_2) && (leaf1_ecx & bit_PCLMUL) &&
+           (leaf1_ecx & bit_AES);
+  uint64_t xcr0 = 0;
+  if (leaf1_ecx & bit_OSXSAVE) {
+    unsigned lo = 0, hi = 0;
+    __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+    xcr0 = (uint64_t{hi} << 32) | lo;
+  }
+  const bool ymm_state = (xcr0 & 0x6) == 0x6;
+  const bool zmm_state = (xcr0 & 0xE6) == 0xE6;
+  if (__get_cpuid_count(7, 0, &a, &b, &c, &d) == 0) return f;
+  const unsigned leaf7_ebx = b;
+  // The features each target's code may use (Highway's HWY_TARGET_STR_* for the target).
+  f.avx2 = f.sse4 && ymm_state && (leaf1_ecx & bit_AVX) && (leaf1_ecx & bit_FMA) && (leaf1_ecx & bit_F16C) &&
+           (leaf7_ebx & bit_AVX2) && (leaf7_ebx & bit_BMI) && (leaf7_ebx & bit_BMI2);
+  f.avx3 = f.avx2 && zmm_state && (leaf7_ebx & bit_AVX512F) && (leaf7_ebx & bit_AVX512VL) && (leaf7_ebx & bit_AVX512DQ) &&
+           (leaf7_ebx & bit_AVX512BW);
+  return f;
+}
+#endif
+
 bool cpu_runs(int64_t target) {
   if (target == HWY_STATIC_TARGET) return true;
 #if HWY_ARCH_X86 && (defined(__GNUC__) || defined(__clang__))
-  __builtin_cpu_init();
-  // The features each target's code may use (Highway's HWY_TARGET_STR_* for the target).
-  const bool sse4 = __builtin_cpu_supports("ssse3") && __builtin_cpu_supports("sse4.1") && __builtin_cpu_supports("sse4.2") &&
-                    __builtin_cpu_supports("pclmul") && __builtin_cpu_supports("aes");
-  const bool avx2 = sse4 && __builtin_cpu_supports("avx") && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("bmi") &&
-                    __builtin_cpu_supports("bmi2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
-  const bool avx3 = avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
-                    __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512bw");
-  if (target == HWY_SSE4) return sse4;
-  if (target == HWY_AVX2) return avx2;
-  if (target == HWY_AVX3) return avx3;
+  static const CpuFeatures features = read_cpu_features();
+  if (target == HWY_SSE4) return features.sse4;
+  if (target == HWY_AVX2) return features.avx2;
+  if (target == HWY_AVX3) return features.avx3;
 #endif
   return false;
 }
