@@ -46,9 +46,16 @@
 // | unknown element type number                                       | Buffers.UnknownTypeNumber              |
 // | output type / shape / byte size mismatch                          | Buffers.OutputMismatch                 |
 // | Dynamic: empty x, non-FLOAT x, y not UINT8 / wrong size           | Dynamic.InvalidInputs                  |
+// | Dynamic: x buffer size ≠ shape (no 64-bit wrap), null x           | Dynamic.InvalidBuffers                 |
+// | element count past 2^63 or byte size past 2^64 (no allocation)    | Shapes.CountOrBytesOverflow            |
+// | output_dtype / precision not a type number, or beyond int32       | QAttributes.TypeNumbersOutOfRange      |
+// | accepted: E4M3FN/E5M2 zero point −0 (0x80); saturate ≠ 0/1 = on   | Accepted.NegativeZeroZeroPointAndSaturate |
+// | model-level rules (non-INT attribute, unknown/duplicate           | tests/robustness/hostile_files_test.cpp   |
+// |   attribute, missing x/scale, > 3 inputs, unknown op/domain)      |   (HostileFiles.MalformedModels)          |
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -58,6 +65,7 @@ namespace {
 
 using namespace qdq_test;
 using qdq::DequantizeLinearAttributes;
+using qdq::TensorView;
 using qdq::QuantizeLinearAttributes;
 using Groups = std::vector<std::vector<std::string>>;
 
@@ -703,6 +711,80 @@ TEST(Dynamic, InvalidInputs) {
     Tensor y = output(DataType::kUint8, {2});
     expect_error([&] { qdq::dynamic_quantize_linear(x.view(), y.mut()); }, {{"DynamicQuantizeLinear"}, {"x"}, {"8"}, {"4"}},
                  "Dynamic x 4 bytes for 2 floats");
+  }
+}
+
+// =============================================================================================
+// Sizes, type numbers and what is accepted.
+
+TEST(Dynamic, InvalidBuffers) {
+  const int64_t huge[1] = {(int64_t{1} << 62) + 1};  // 4·(2^62 + 1) wraps to 4 in 64 bits
+  float x = 1.0f;
+  std::vector<uint8_t> y(8, 0x33);
+  expect_error([&] { qdq::dynamic_quantize_linear({DataType::kFloat, huge, &x, 4}, {DataType::kUint8, huge, y.data(), y.size()}); },
+               {{"DynamicQuantizeLinear"}, {"x"}, {"overflow", "bytes"}}, "Dynamic x bytes overflow");
+  const int64_t two[1] = {2};
+  expect_error([&] { qdq::dynamic_quantize_linear({DataType::kFloat, two, &x, 4}, {DataType::kUint8, two, y.data(), 2}); },
+               {{"DynamicQuantizeLinear"}, {"x"}, {"8"}, {"4"}}, "Dynamic x buffer too small");
+  expect_error([&] { qdq::dynamic_quantize_linear({DataType::kFloat, two, nullptr, 8}, {DataType::kUint8, two, y.data(), 2}); },
+               {{"DynamicQuantizeLinear"}, {"x"}, {"null"}}, "Dynamic null x");
+  EXPECT_EQ(y, std::vector<uint8_t>(8, 0x33));
+}
+
+TEST(Shapes, CountOrBytesOverflow) {
+  float storage = 0.0f;
+  const int64_t too_many[2] = {int64_t{1} << 40, int64_t{1} << 40};  // 2^80 elements
+  const int64_t too_big[1] = {int64_t{1} << 62};                     // 2^62 floats = 2^64 bytes
+  const TensorView scale{DataType::kFloat, {}, &storage, 4};
+  for (const auto& shape : {std::span<const int64_t>(too_many), std::span<const int64_t>(too_big)}) {
+    const TensorView x{DataType::kFloat, shape, &storage, 4};
+    expect_error([&] { qdq::quantize_linear_output(qa(25), x, scale, nullptr); }, {{"QuantizeLinear-25"}, {"x"}, {"2^6"}},
+                 "Q " + qdq::shape_to_string(shape));
+    const TensorView xq{DataType::kUint8, shape, &storage, 4};
+    expect_error([&] { qdq::dequantize_linear_output(dqa(25), xq, scale, nullptr); },
+                 {{"DequantizeLinear-25"}, {"x"}, {"2^63", "bytes"}}, "DQ " + qdq::shape_to_string(shape));
+  }
+}
+
+TEST(QAttributes, TypeNumbersOutOfRange) {
+  for (const int64_t bad : {int64_t{27}, int64_t{-1}, (int64_t{1} << 32) + 2}) {
+    auto a = qa(25);
+    a.output_dtype = bad;
+    q_rejects(a, X23(), S1(), nullptr, {{"QuantizeLinear-25"}, {"output_dtype"}, {std::to_string(bad)}},
+              "Q output_dtype " + std::to_string(bad));
+    auto p = qa(25);
+    p.precision = bad == 27 ? (int64_t{1} << 32) + 1 : bad;
+    q_rejects(p, X23(), S1(), nullptr, {{"QuantizeLinear-25"}, {"precision"}}, "Q precision " + std::to_string(*p.precision));
+    auto d = dqa(25);
+    d.output_dtype = bad == 27 ? (int64_t{1} << 32) + 10 : bad;
+    dq_rejects(d, from_ints(DataType::kUint8, {2}, {1, 2}), S1(), nullptr, {{"DequantizeLinear-25"}, {"output_dtype"}},
+               "DQ output_dtype " + std::to_string(*d.output_dtype));
+  }
+}
+
+TEST(Accepted, NegativeZeroZeroPointAndSaturate) {
+  // A float8 zero point of −0 (0x80) is zero for E4M3FN and E5M2, which have −0.
+  for (const DataType t : {DataType::kFloat8E4M3FN, DataType::kFloat8E5M2}) {
+    const Tensor x = from_codes(t, {2}, {0x38, 0xC0});
+    const Tensor zp = from_codes(t, {}, {0x80});
+    Tensor y = output(DataType::kFloat, {2});
+    const qdq::TensorView zv = zp.view();
+    qdq::dequantize_linear(dqa(25), x.view(), S1().view(), &zv, y.mut());
+    const Tensor direct_zp = from_codes(t, {}, {0x00});
+    Tensor y0 = output(DataType::kFloat, {2});
+    const qdq::TensorView zv0 = direct_zp.view();
+    qdq::dequantize_linear(dqa(25), x.view(), S1().view(), &zv0, y0.mut());
+    EXPECT_EQ(y.bytes, y0.bytes) << qdq::data_type_name(t);
+  }
+  // saturate is an INT attribute; like the reference (a Python truth test), any non-zero value saturates.
+  const Tensor x = f32({1}, {1e6f});
+  for (const int64_t saturate : {int64_t{1}, int64_t{2}, int64_t{-1}}) {
+    auto a = qa(25);
+    a.saturate = saturate;
+    a.output_dtype = static_cast<int64_t>(DataType::kFloat8E4M3FN);
+    Tensor y = output(DataType::kFloat8E4M3FN, {1});
+    qdq::quantize_linear(a, x.view(), S1().view(), nullptr, y.mut());
+    EXPECT_EQ(y.bytes[0], 0x7E) << "saturate " << saturate;
   }
 }
 
