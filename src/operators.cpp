@@ -22,13 +22,13 @@ int quantize_linear_version(int64_t opset) {
 TensorSpec quantize_linear_output(const QuantizeLinearAttributes& attributes, const TensorView& x, const TensorView& y_scale,
                                   const TensorView* y_zero_point) {
   detail::QuantizeCall call = detail::plan_quantize(attributes, x, y_scale, y_zero_point);
-  return {call.y_type, std::move(call.y_shape), call.y_bytes};
+  return {call.y_type, std::vector<int64_t>(call.y_shape.begin(), call.y_shape.end()), call.y_bytes};
 }
 
 void quantize_linear(const QuantizeLinearAttributes& attributes, const TensorView& x, const TensorView& y_scale,
                      const TensorView* y_zero_point, const MutableTensorView& y, const ExecutionOptions& options) {
   const detail::QuantizeCall call = detail::plan_quantize(attributes, x, y_scale, y_zero_point);
-  detail::check_output("QuantizeLinear-" + std::to_string(call.version), y, call.y_type, call.y_shape, call.y_bytes);
+  detail::check_output(detail::OpName{"QuantizeLinear", call.version}, y, call.y_type, call.y_shape, call.y_bytes);
   const detail::QuantizeKernel kernel = detail::select_quantize_kernel(call, detail::resolve_force_scalar(options));
   detail::parallel_ranges(call.plan.elements, options, [&](int64_t begin, int64_t end) { kernel(call, y.data, begin, end); });
 }
@@ -36,13 +36,13 @@ void quantize_linear(const QuantizeLinearAttributes& attributes, const TensorVie
 TensorSpec dequantize_linear_output(const DequantizeLinearAttributes& attributes, const TensorView& x, const TensorView& x_scale,
                                     const TensorView* x_zero_point) {
   detail::DequantizeCall call = detail::plan_dequantize(attributes, x, x_scale, x_zero_point);
-  return {call.y_type, std::move(call.y_shape), call.y_bytes};
+  return {call.y_type, std::vector<int64_t>(call.y_shape.begin(), call.y_shape.end()), call.y_bytes};
 }
 
 void dequantize_linear(const DequantizeLinearAttributes& attributes, const TensorView& x, const TensorView& x_scale,
                        const TensorView* x_zero_point, const MutableTensorView& y, const ExecutionOptions& options) {
   const detail::DequantizeCall call = detail::plan_dequantize(attributes, x, x_scale, x_zero_point);
-  detail::check_output("DequantizeLinear-" + std::to_string(call.version), y, call.y_type, call.y_shape, call.y_bytes);
+  detail::check_output(detail::OpName{"DequantizeLinear", call.version}, y, call.y_type, call.y_shape, call.y_bytes);
   const detail::DequantizeKernel kernel = detail::select_dequantize_kernel(call, detail::resolve_force_scalar(options));
   detail::parallel_ranges(call.plan.elements, options, [&](int64_t begin, int64_t end) { kernel(call, y.data, begin, end); });
 }
@@ -95,8 +95,7 @@ DynamicQuantizationParameters dynamic_quantize_linear(const TensorView& x, const
   }
   if (count == 0) throw Error(op + ": x is empty (shape " + shape_to_string(x.shape) + "); its range, and so the scale, is undefined");
   if (x.data == nullptr) throw Error(op + ": x has a null data pointer");
-  const std::vector<int64_t> shape(x.shape.begin(), x.shape.end());
-  detail::check_output(op, y, DataType::kUint8, shape, count);
+  detail::check_output(detail::OpName{"DynamicQuantizeLinear", 11}, y, DataType::kUint8, x.shape, count);
 
   const auto* data = static_cast<const float*>(x.data);
   const auto elements = static_cast<int64_t>(count);

@@ -7,6 +7,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdlib>
+#include <cstring>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -28,7 +29,7 @@ class ThreadPool {
     for (std::thread& t : workers_) t.join();
   }
 
-  void run(size_t tasks, int threads, const std::function<void(size_t)>& body) {
+  void run(size_t tasks, int threads, detail::FunctionRef<void(size_t)> body) {
     std::unique_lock<std::mutex> job(job_mutex_, std::try_to_lock);
     if (!job.owns_lock() || threads <= 1 || tasks <= 1) {
       for (size_t t = 0; t < tasks; ++t) body(t);
@@ -80,7 +81,7 @@ class ThreadPool {
   std::condition_variable wake_;
   std::condition_variable done_;
   std::vector<std::thread> workers_;
-  const std::function<void(size_t)>* body_ = nullptr;
+  const detail::FunctionRef<void(size_t)>* body_ = nullptr;
   size_t tasks_ = 0;
   std::atomic<size_t> next_{0};
   int participants_ = 0;
@@ -122,20 +123,22 @@ int resolve_num_threads(const ExecutionOptions& options) {
 bool resolve_force_scalar(const ExecutionOptions& options) {
   if (options.force_scalar) return true;
   const char* env = std::getenv("QDQ_FORCE_SCALAR");
-  return env != nullptr && env[0] != '\0' && std::string(env) != "0";
+  return env != nullptr && env[0] != '\0' && std::strcmp(env, "0") != 0;
 }
 
-void parallel_ranges(int64_t elements, const ExecutionOptions& options, const std::function<void(int64_t, int64_t)>& fn) {
+void parallel_ranges(int64_t elements, const ExecutionOptions& options, FunctionRef<void(int64_t, int64_t)> fn) {
   if (elements <= 0) return;
   const auto tasks = static_cast<size_t>((elements + kTaskGrain - 1) / kTaskGrain);
-  const std::function<void(size_t)> body = [&](size_t task) {
+  if (tasks == 1) {
+    fn(0, elements);
+    return;
+  }
+  const auto body = [&](size_t task) {
     const int64_t begin = static_cast<int64_t>(task) * kTaskGrain;
     fn(begin, std::min(elements, begin + kTaskGrain));
   };
-  if (tasks == 1) {
-    body(0);
-  } else if (options.parallel_for) {
-    options.parallel_for(tasks, body);
+  if (options.parallel_for) {
+    options.parallel_for(tasks, std::function<void(size_t)>(body));  // the caller's interface takes a std::function
   } else {
     pool().run(tasks, resolve_num_threads(options), body);
   }

@@ -4,6 +4,8 @@
 
 #include <cstdint>
 #include <functional>
+#include <type_traits>
+#include <utility>
 
 #include "qdq/qdq.hpp"
 
@@ -18,8 +20,28 @@ int resolve_num_threads(const ExecutionOptions& options);
 /// Whether the scalar kernels are forced (the option, or QDQ_FORCE_SCALAR=1).
 bool resolve_force_scalar(const ExecutionOptions& options);
 
+/// A non-owning reference to a callable (no allocation, unlike std::function): valid only while
+/// the callable it was made from lives.
+template <class Signature>
+class FunctionRef;
+
+template <class R, class... Args>
+class FunctionRef<R(Args...)> {
+ public:
+  template <class F, class = std::enable_if_t<!std::is_same_v<std::decay_t<F>, FunctionRef>>>
+  FunctionRef(F&& f) noexcept  // NOLINT(google-explicit-constructor)
+      : object_(const_cast<void*>(static_cast<const void*>(&f))), call_([](void* o, Args... args) -> R {
+          return (*static_cast<std::remove_reference_t<F>*>(o))(std::forward<Args>(args)...);
+        }) {}
+  R operator()(Args... args) const { return call_(object_, std::forward<Args>(args)...); }
+
+ private:
+  void* object_;
+  R (*call_)(void*, Args...);
+};
+
 /// Runs fn(begin, end) over [0, elements) in tasks of kTaskGrain elements, on the caller's
 /// ParallelFor, qdq's pool, or the calling thread alone for a single task.
-void parallel_ranges(int64_t elements, const ExecutionOptions& options, const std::function<void(int64_t, int64_t)>& fn);
+void parallel_ranges(int64_t elements, const ExecutionOptions& options, FunctionRef<void(int64_t, int64_t)> fn);
 
 }  // namespace qdq::detail

@@ -12,7 +12,7 @@ namespace {
 
 using T = DataType;
 
-[[noreturn]] void fail(const std::string& op, const std::string& message) { throw Error(op + ": " + message); }
+[[noreturn]] void fail(const OpName& op, const std::string& message) { throw Error(op.str() + ": " + message); }
 
 std::string type_list(std::initializer_list<T> types) {
   std::string out;
@@ -25,9 +25,9 @@ std::string type_list(std::initializer_list<T> types) {
 
 bool one_of(T t, std::initializer_list<T> types) { return std::find(types.begin(), types.end(), t) != types.end(); }
 
-void require_type(const std::string& op, const std::string& input, T type, std::initializer_list<T> allowed) {
+void require_type(const OpName& op, std::string_view input, T type, std::initializer_list<T> allowed) {
   if (!one_of(type, allowed)) {
-    fail(op, input + " has element type " + data_type_name(type) + ", which this version does not allow (allowed: " +
+    fail(op, std::string(input) + " has element type " + data_type_name(type) + ", which this version does not allow (allowed: " +
                  type_list(allowed) + ")");
   }
 }
@@ -40,7 +40,7 @@ bool is_float8(T t) {
 }
 
 /// Checks that a view's buffer holds exactly its shape's elements; returns the element count.
-int64_t check_buffer(const std::string& op, const char* input, const TensorView& view) {
+int64_t check_buffer(const OpName& op, const char* input, const TensorView& view) {
   if (!is_known_data_type(static_cast<int32_t>(view.type))) {
     fail(op, std::string(input) + " has unknown element type number " + std::to_string(static_cast<int32_t>(view.type)));
   }
@@ -70,14 +70,14 @@ int select_version(const char* op_name, int64_t opset) {
 }
 
 /// Rejects an attribute that the version does not define.
-void check_defined(const std::string& op, const char* name, const std::optional<int64_t>& value, int version, int since) {
+void check_defined(const OpName& op, const char* name, const std::optional<int64_t>& value, int version, int since) {
   if (value && version < since) {
     fail(op, "attribute '" + std::string(name) + "' is not defined before version " + std::to_string(since));
   }
 }
 
 /// Resolves the granularity from the scale's shape and builds the plan. Shared by both operators.
-Plan make_plan(const std::string& op, int version, std::span<const int64_t> x_shape, const char* scale_name,
+Plan make_plan(const OpName& op, int version, std::span<const int64_t> x_shape, const char* scale_name,
                std::span<const int64_t> scale_shape, int64_t axis_attr, int64_t block_size) {
   Plan plan;
   plan.elements = static_cast<int64_t>(element_count(x_shape));
@@ -163,7 +163,7 @@ Plan make_plan(const std::string& op, int version, std::span<const int64_t> x_sh
 
 /// The zero point must have the scale's shape, except that any one-element (rank 0 or 1) zero point
 /// matches a one-element (rank 0 or 1) scale.
-void check_zero_point_shape(const std::string& op, const char* zp_name, std::span<const int64_t> zp_shape, const char* scale_name,
+void check_zero_point_shape(const OpName& op, const char* zp_name, std::span<const int64_t> zp_shape, const char* scale_name,
                             std::span<const int64_t> scale_shape) {
   if (std::equal(zp_shape.begin(), zp_shape.end(), scale_shape.begin(), scale_shape.end())) return;
   const bool zp_single = zp_shape.size() <= 1 && element_count(zp_shape) == 1;
@@ -173,7 +173,7 @@ void check_zero_point_shape(const std::string& op, const char* zp_name, std::spa
                shape_to_string(scale_shape) + " (a zero point must have the scale's shape)");
 }
 
-int64_t check_block_size(const std::string& op, const std::optional<int64_t>& block_size) {
+int64_t check_block_size(const OpName& op, const std::optional<int64_t>& block_size) {
   const int64_t b = block_size.value_or(0);
   if (b < 0) fail(op, "block_size " + std::to_string(b) + " is negative (0 = not blocked, > 0 = block length)");
   return b;
@@ -210,7 +210,9 @@ Segment segment_at(const Plan& plan, int64_t first, int64_t limit) {
   return {limit - first, 0, 0};
 }
 
-void check_output(const std::string& op, const MutableTensorView& y, DataType type, const std::vector<int64_t>& shape, uint64_t bytes) {
+std::string OpName::str() const { return std::string(name) + "-" + std::to_string(version); }
+
+void check_output(const OpName& op, const MutableTensorView& y, DataType type, std::span<const int64_t> shape, uint64_t bytes) {
   if (y.type != type) fail(op, "output y has element type " + data_type_name(y.type) + ", expected " + data_type_name(type));
   if (!std::equal(y.shape.begin(), y.shape.end(), shape.begin(), shape.end())) {
     fail(op, "output y has shape " + shape_to_string(y.shape) + ", expected x's shape " + shape_to_string(shape));
@@ -226,7 +228,7 @@ QuantizeCall plan_quantize(const QuantizeLinearAttributes& a, const TensorView& 
   QuantizeCall call;
   call.version = select_version("QuantizeLinear", a.opset);
   const int v = call.version;
-  const std::string op = "QuantizeLinear-" + std::to_string(v);
+  const OpName op{"QuantizeLinear", v};
 
   check_defined(op, "axis", a.axis, v, 13);
   check_defined(op, "saturate", a.saturate, v, 19);
@@ -270,33 +272,34 @@ QuantizeCall plan_quantize(const QuantizeLinearAttributes& a, const TensorView& 
   } else {
     call.y_type = output_dtype != 0 ? static_cast<T>(output_dtype) : T::kUint8;
   }
-  const std::string output_name = y_zero_point ? std::string("y_zero_point")
-                                 : output_dtype != 0 ? "output type y (from output_dtype " + std::to_string(output_dtype) + ")"
-                                                     : std::string("output type y (default)");
+  // The name of the output type's source, built only when the check fails.
+  const auto require_output_type = [&](std::initializer_list<T> allowed) {
+    if (one_of(call.y_type, allowed)) return;
+    const std::string output_name = y_zero_point ? std::string("y_zero_point")
+                                   : output_dtype != 0 ? "output type y (from output_dtype " + std::to_string(output_dtype) + ")"
+                                                       : std::string("output type y (default)");
+    require_type(op, output_name, call.y_type, allowed);
+  };
   switch (v) {
     case 10:
     case 13:
-      require_type(op, output_name, call.y_type, {T::kInt8, T::kUint8});
+      require_output_type({T::kInt8, T::kUint8});
       break;
     case 19:
-      require_type(op, output_name, call.y_type,
-                   {T::kInt8, T::kUint8, T::kFloat8E4M3FN, T::kFloat8E4M3FNUZ, T::kFloat8E5M2, T::kFloat8E5M2FNUZ});
+      require_output_type({T::kInt8, T::kUint8, T::kFloat8E4M3FN, T::kFloat8E4M3FNUZ, T::kFloat8E5M2, T::kFloat8E5M2FNUZ});
       break;
     case 21:
-      require_type(op, output_name, call.y_type,
-                   {T::kInt8, T::kUint8, T::kInt16, T::kUint16, T::kFloat8E4M3FN, T::kFloat8E4M3FNUZ, T::kFloat8E5M2,
-                    T::kFloat8E5M2FNUZ, T::kUint4, T::kInt4});
+      require_output_type({T::kInt8, T::kUint8, T::kInt16, T::kUint16, T::kFloat8E4M3FN, T::kFloat8E4M3FNUZ, T::kFloat8E5M2,
+                           T::kFloat8E5M2FNUZ, T::kUint4, T::kInt4});
       break;
     case 23:
     case 24:
-      require_type(op, output_name, call.y_type,
-                   {T::kInt8, T::kUint8, T::kInt16, T::kUint16, T::kFloat8E4M3FN, T::kFloat8E4M3FNUZ, T::kFloat8E5M2,
-                    T::kFloat8E5M2FNUZ, T::kUint4, T::kInt4, T::kFloat4E2M1});
+      require_output_type({T::kInt8, T::kUint8, T::kInt16, T::kUint16, T::kFloat8E4M3FN, T::kFloat8E4M3FNUZ, T::kFloat8E5M2,
+                           T::kFloat8E5M2FNUZ, T::kUint4, T::kInt4, T::kFloat4E2M1});
       break;
     default:
-      require_type(op, output_name, call.y_type,
-                   {T::kInt8, T::kUint8, T::kInt16, T::kUint16, T::kFloat8E4M3FN, T::kFloat8E4M3FNUZ, T::kFloat8E5M2,
-                    T::kFloat8E5M2FNUZ, T::kUint4, T::kInt4, T::kFloat4E2M1, T::kUint2, T::kInt2});
+      require_output_type({T::kInt8, T::kUint8, T::kInt16, T::kUint16, T::kFloat8E4M3FN, T::kFloat8E4M3FNUZ, T::kFloat8E5M2,
+                           T::kFloat8E5M2FNUZ, T::kUint4, T::kInt4, T::kFloat4E2M1, T::kUint2, T::kInt2});
       break;
   }
 
@@ -331,7 +334,7 @@ QuantizeCall plan_quantize(const QuantizeLinearAttributes& a, const TensorView& 
   call.scale_type = y_scale.type;
   call.x = x.data;
   call.scale = y_scale.data;
-  call.y_shape.assign(x.shape.begin(), x.shape.end());
+  call.y_shape = x.shape;
   call.y_bytes = storage_bytes(call.y_type, static_cast<uint64_t>(call.plan.elements));
   return call;
 }
@@ -341,7 +344,7 @@ DequantizeCall plan_dequantize(const DequantizeLinearAttributes& a, const Tensor
   DequantizeCall call;
   call.version = select_version("DequantizeLinear", a.opset);
   const int v = call.version;
-  const std::string op = "DequantizeLinear-" + std::to_string(v);
+  const OpName op{"DequantizeLinear", v};
 
   check_defined(op, "axis", a.axis, v, 13);
   check_defined(op, "block_size", a.block_size, v, 21);
@@ -432,7 +435,7 @@ DequantizeCall plan_dequantize(const DequantizeLinearAttributes& a, const Tensor
   call.scale_type = x_scale.type;
   call.x = x.data;
   call.scale = x_scale.data;
-  call.y_shape.assign(x.shape.begin(), x.shape.end());
+  call.y_shape = x.shape;
   call.y_bytes = storage_bytes(call.y_type, static_cast<uint64_t>(call.plan.elements));
   return call;
 }

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -51,7 +52,7 @@ struct QuantizeCall {
   const void* x = nullptr;
   const void* scale = nullptr;
   const void* zero_point = nullptr;
-  std::vector<int64_t> y_shape;
+  std::span<const int64_t> y_shape;  // x's shape (the caller's storage; valid during the call)
   uint64_t y_bytes = 0;
 };
 
@@ -66,8 +67,16 @@ struct DequantizeCall {
   const void* x = nullptr;
   const void* scale = nullptr;
   const void* zero_point = nullptr;
-  std::vector<int64_t> y_shape;
+  std::span<const int64_t> y_shape;  // x's shape (the caller's storage; valid during the call)
   uint64_t y_bytes = 0;
+};
+
+/// An operator's name and version ("QuantizeLinear", 25), turned into the "QuantizeLinear-25"
+/// prefix of an error message only when a check fails (nothing is allocated on the success path).
+struct OpName {
+  const char* name;
+  int version;
+  std::string str() const;
 };
 
 /// Checks a QuantizeLinear call against its version's rules; throws qdq::Error naming the rule.
@@ -79,7 +88,7 @@ DequantizeCall plan_dequantize(const DequantizeLinearAttributes& attributes, con
                                const TensorView& x_scale, const TensorView* x_zero_point);
 
 /// Throws unless `y` is exactly the output described by (type, shape, bytes).
-void check_output(const std::string& op, const MutableTensorView& y, DataType type,
-                  const std::vector<int64_t>& shape, uint64_t bytes);
+void check_output(const OpName& op, const MutableTensorView& y, DataType type, std::span<const int64_t> shape,
+                  uint64_t bytes);
 
 }  // namespace qdq::detail
