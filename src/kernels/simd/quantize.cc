@@ -12,6 +12,8 @@
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 
 #include <algorithm>
+#include <cstring>
+#include <type_traits>
 
 #include "hwy/highway.h"
 #include "kernels/kernels.hpp"
@@ -153,6 +155,178 @@ HWY_INLINE void StoreOut(VI v, void* out, int64_t index, size_t n) {
   }
 }
 
+// ---------------------------------------------------------------------------------------------
+// Fast paths for runs that share one scale and zero point (per-tensor, per-axis with inner > 1,
+// blocked along the last axis): four whole vectors per iteration, no partial vectors, no
+// per-iteration branches, the int32 codes saturated by the packing instructions themselves.
+
+/// True, with *reciprocal = 1/s, when s = ±2^e with -126 <= e <= 126, so that both s and 2^-e are
+/// normal float32 numbers and 2^-e is exact. Then x / s == x · (1/s) bit for bit for every float32
+/// x: IEEE division and multiplication both return the correctly rounded value of their exact
+/// result, and x / 2^e and x · 2^-e are the same real number, so they round to the same float32 —
+/// overflow to ±inf and gradual underflow to subnormals or ±0 included. The special operands agree
+/// too: ±inf and ±0 keep the sign rule (the reciprocal is finite, non-zero and of the scale's sign),
+/// and a NaN x propagates as the same quieted NaN in both operations. Keeping s and 1/s normal means
+/// that even a caller's denormals-are-zero mode cannot treat one differently from the other. The
+/// 16-bit division types round this float32 quotient once more, identically either way. Scales of
+/// FLOAT8E8M0 (MX) are always powers of two, so they always take this route.
+HWY_INLINE bool ExactReciprocal(float s, float* reciprocal) {
+  uint32_t bits;
+  std::memcpy(&bits, &s, 4);
+  const uint32_t exponent = (bits >> 23) & 0xFFu;
+  if ((bits & 0x007FFFFFu) != 0 || exponent < 1 || exponent > 253) return false;  // e = exponent − 127
+  const uint32_t inverse = (bits & 0x80000000u) | ((254u - exponent) << 23);     // ±2^-e
+  std::memcpy(reciprocal, &inverse, 4);
+  return true;
+}
+
+constexpr float kCodeClamp = 16777216.0f;  // 2^24, see IntegerCodes
+
+/// The int32 code of an integer output before saturation to the output's range: NearestInt of the
+/// quotient clamped to ±2^24, plus the zero point. A NaN quotient becomes −2^24 + zero point, which
+/// saturates to the output's minimum — the NaN rule. (On x86, max_ps returns its second operand when
+/// the first is NaN; elsewhere the NaN lanes are selected explicitly.)
+HWY_INLINE VI UnsaturatedCodes(VF q, VI zp) {
+  const DF df;
+  VF clamped = hn::Min(hn::Max(q, hn::Set(df, -kCodeClamp)), hn::Set(df, kCodeClamp));
+#if !HWY_ARCH_X86
+  clamped = hn::IfThenElse(hn::IsNaN(q), hn::Set(df, -kCodeClamp), clamped);
+#endif
+  return hn::Add(hn::NearestInt(clamped), zp);
+}
+
+/// Stores 4·Lanes int32 values as bytes, saturated to int8 (Signed) or uint8.
+template <bool Signed>
+HWY_INLINE void StoreBytes4(VI a, VI b, VI c, VI d, uint8_t* out) {
+#if HWY_TARGET == HWY_AVX2
+  const __m256i ab = _mm256_packs_epi32(a.raw, b.raw);  // a0-3 b0-3 | a4-7 b4-7 (int16, saturated)
+  const __m256i cd = _mm256_packs_epi32(c.raw, d.raw);
+  const __m256i bytes = Signed ? _mm256_packs_epi16(ab, cd) : _mm256_packus_epi16(ab, cd);  // a0-3 b0-3 c0-3 d0-3 | a4-7 ...
+  const __m256i ordered = _mm256_permutevar8x32_epi32(bytes, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(out), ordered);
+#elif HWY_TARGET == HWY_SSE4
+  const __m128i ab = _mm_packs_epi32(a.raw, b.raw);
+  const __m128i cd = _mm_packs_epi32(c.raw, d.raw);
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(out), Signed ? _mm_packs_epi16(ab, cd) : _mm_packus_epi16(ab, cd));
+#else
+  const DI di;
+  const size_t lanes = hn::Lanes(di);
+  const VI lo = hn::Set(di, Signed ? -128 : 0);
+  const VI hi = hn::Set(di, Signed ? 127 : 255);
+  using B = std::conditional_t<Signed, int8_t, uint8_t>;
+  const hn::Rebind<B, DF> d8;
+  B* o = reinterpret_cast<B*>(out);
+  hn::StoreU(hn::DemoteTo(d8, hn::Min(hn::Max(a, lo), hi)), d8, o);
+  hn::StoreU(hn::DemoteTo(d8, hn::Min(hn::Max(b, lo), hi)), d8, o + lanes);
+  hn::StoreU(hn::DemoteTo(d8, hn::Min(hn::Max(c, lo), hi)), d8, o + 2 * lanes);
+  hn::StoreU(hn::DemoteTo(d8, hn::Min(hn::Max(d, lo), hi)), d8, o + 3 * lanes);
+#endif
+}
+
+/// Stores 2·Lanes int32 values as 16-bit integers, saturated to int16 (Signed) or uint16.
+template <bool Signed>
+HWY_INLINE void StoreWords2(VI a, VI b, uint8_t* out) {
+#if HWY_TARGET == HWY_AVX2
+  const __m256i ab = Signed ? _mm256_packs_epi32(a.raw, b.raw) : _mm256_packus_epi32(a.raw, b.raw);
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(out), _mm256_permute4x64_epi64(ab, 0xD8));
+#elif HWY_TARGET == HWY_SSE4
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(out), Signed ? _mm_packs_epi32(a.raw, b.raw) : _mm_packus_epi32(a.raw, b.raw));
+#else
+  const size_t lanes = hn::Lanes(DI());
+  StoreInt16<Signed>(a, out, 0, lanes);
+  StoreInt16<Signed>(b, out + 2 * lanes, 0, lanes);
+#endif
+}
+
+/// Packs 4·Lanes 4-bit codes (int32 lanes already in the output's range) into 2·Lanes bytes, the
+/// first code of each pair in the low nibble (ONNX layout).
+HWY_INLINE void StoreNibbles4(VI a, VI b, VI c, VI d, uint8_t* out) {
+#if HWY_TARGET == HWY_AVX2
+  const __m256i ab = _mm256_packs_epi32(a.raw, b.raw);
+  const __m256i cd = _mm256_packs_epi32(c.raw, d.raw);
+  const __m256i bytes = _mm256_permutevar8x32_epi32(_mm256_packs_epi16(ab, cd), _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+  // Each 16-bit lane holds codes 2k (low byte) and 2k + 1 (high byte): combine them into one byte.
+  const __m256i pairs = _mm256_or_si256(_mm256_and_si256(bytes, _mm256_set1_epi16(0x000F)),
+                                        _mm256_and_si256(_mm256_srli_epi16(bytes, 4), _mm256_set1_epi16(0x00F0)));
+  const __m256i packed = _mm256_permute4x64_epi64(_mm256_packus_epi16(pairs, pairs), 0x08);
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(out), _mm256_castsi256_si128(packed));
+#elif HWY_TARGET == HWY_SSE4
+  const __m128i bytes = _mm_packs_epi16(_mm_packs_epi32(a.raw, b.raw), _mm_packs_epi32(c.raw, d.raw));
+  const __m128i pairs = _mm_or_si128(_mm_and_si128(bytes, _mm_set1_epi16(0x000F)),
+                                     _mm_and_si128(_mm_srli_epi16(bytes, 4), _mm_set1_epi16(0x00F0)));
+  _mm_storel_epi64(reinterpret_cast<__m128i*>(out), _mm_packus_epi16(pairs, pairs));
+#else
+  const DI di;
+  const size_t lanes = hn::Lanes(di);
+  HWY_ALIGN uint8_t codes[4 * HWY_MAX_BYTES / 4];
+  const VI mask = hn::Set(di, 0xF);
+  StoreBytes4<false>(hn::And(a, mask), hn::And(b, mask), hn::And(c, mask), hn::And(d, mask), codes);
+  PackWholeBytes(codes, 4, static_cast<int64_t>(2 * lanes), out);
+#endif
+}
+
+/// The quotient of x element `index` in P: x / divisor, or x · divisor when kReciprocal (see
+/// ExactReciprocal).
+template <T X, T P, bool kReciprocal>
+HWY_INLINE VF QuotientAt(const void* x, int64_t index, VF divisor) {
+  const VF v = LoadFloat<X>(x, index, hn::Lanes(DF()));
+  return RoundToP<P>(kReciprocal ? hn::Mul(v, divisor) : hn::Div(v, divisor));
+}
+
+/// Elements [first, first + count) of a run with one scale and zero point, count a multiple of
+/// 4·Lanes; output element first + i goes to out[out_index + i] (a code buffer for 2/4-bit y).
+template <T X, T P, T Y, bool kReciprocal>
+HWY_NOINLINE void QuantizeRunFast(const QuantizeCall& c, int64_t first, int64_t count, VF divisor, VI zp, VF zpf, void* out,
+                                  int64_t out_index) {
+  constexpr int kBits = OutBits(Y);
+  const DI di;
+  const int64_t lanes = static_cast<int64_t>(hn::Lanes(DF()));
+  const bool saturate = c.saturate;
+  const bool has_zp = c.zero_point != nullptr;
+  uint8_t* o = static_cast<uint8_t*>(out) + out_index * (kBits == 16 ? 2 : 1);
+  for (int64_t i = 0; i < count; i += 4 * lanes) {
+    const int64_t at = first + i;
+    const VF q0 = QuotientAt<X, P, kReciprocal>(c.x, at, divisor);
+    const VF q1 = QuotientAt<X, P, kReciprocal>(c.x, at + lanes, divisor);
+    const VF q2 = QuotientAt<X, P, kReciprocal>(c.x, at + 2 * lanes, divisor);
+    const VF q3 = QuotientAt<X, P, kReciprocal>(c.x, at + 3 * lanes, divisor);
+    if constexpr (kBits == 16) {
+      StoreWords2<IsSignedOut(Y)>(UnsaturatedCodes(q0, zp), UnsaturatedCodes(q1, zp), o + 2 * i);
+      StoreWords2<IsSignedOut(Y)>(UnsaturatedCodes(q2, zp), UnsaturatedCodes(q3, zp), o + 2 * i + 4 * lanes);
+    } else if constexpr (kBits == 8 && IsIntegerOut(Y)) {
+      StoreBytes4<IsSignedOut(Y)>(UnsaturatedCodes(q0, zp), UnsaturatedCodes(q1, zp), UnsaturatedCodes(q2, zp),
+                                  UnsaturatedCodes(q3, zp), o + i);
+    } else if constexpr (IsIntegerOut(Y)) {
+      // 2/4-bit codes, one per byte, in the low bits.
+      const VI mask = hn::Set(di, (1 << kBits) - 1);
+      StoreBytes4<false>(hn::And(IntegerCodes<Y>(q0, zp), mask), hn::And(IntegerCodes<Y>(q1, zp), mask),
+                         hn::And(IntegerCodes<Y>(q2, zp), mask), hn::And(IntegerCodes<Y>(q3, zp), mask), o + i);
+    } else if constexpr (Y == T::kFloat4E2M1) {
+      const auto code = [&](VF q) { return hn::BitCast(di, FloatCodes<Y>(has_zp ? hn::Add(q, zpf) : q, true)); };
+      StoreBytes4<false>(code(q0), code(q1), code(q2), code(q3), o + i);
+    } else {
+      const auto code = [&](VF q) { return hn::BitCast(di, FloatCodes<Y>(q, saturate)); };
+      StoreBytes4<false>(code(q0), code(q1), code(q2), code(q3), o + i);
+    }
+  }
+}
+
+/// Per-tensor 4-bit integer output: elements [first, first + count), count a multiple of 4·Lanes
+/// and first even, packed straight into y (no code buffer).
+template <T X, T P, T Y, bool kReciprocal>
+HWY_NOINLINE void QuantizePacked4Fast(const QuantizeCall& c, int64_t first, int64_t count, VF divisor, VI zp, void* y) {
+  const int64_t lanes = static_cast<int64_t>(hn::Lanes(DF()));
+  uint8_t* o = static_cast<uint8_t*>(y) + first / 2;
+  for (int64_t i = 0; i < count; i += 4 * lanes) {
+    const int64_t at = first + i;
+    const VI c0 = IntegerCodes<Y>(QuotientAt<X, P, kReciprocal>(c.x, at, divisor), zp);
+    const VI c1 = IntegerCodes<Y>(QuotientAt<X, P, kReciprocal>(c.x, at + lanes, divisor), zp);
+    const VI c2 = IntegerCodes<Y>(QuotientAt<X, P, kReciprocal>(c.x, at + 2 * lanes, divisor), zp);
+    const VI c3 = IntegerCodes<Y>(QuotientAt<X, P, kReciprocal>(c.x, at + 3 * lanes, divisor), zp);
+    StoreNibbles4(c0, c1, c2, c3, o + i / 2);
+  }
+}
+
 /// Elements [first, first + count) of one segment (its parameters start at `param`, step 0 or 1);
 /// output element first + i goes to out[out_index + i].
 template <T X, T P, T Y>
@@ -169,7 +343,18 @@ HWY_INLINE void QuantizeSegment(const QuantizeCall& c, int64_t first, int64_t co
     if constexpr (IsIntegerOut(Y)) zp0 = hn::Set(di, static_cast<int32_t>(load_integer(c.zero_point, c.zero_point_type, param)));
     if constexpr (Y == T::kFloat4E2M1) zpf0 = hn::Set(df, static_cast<float>(load_real(c.zero_point, T::kFloat4E2M1, param)));
   }
-  for (int64_t i = 0; i < count; i += static_cast<int64_t>(lanes)) {
+  int64_t i = 0;
+  if (step == 0 && count >= 4 * static_cast<int64_t>(lanes)) {
+    const int64_t whole = count / (4 * static_cast<int64_t>(lanes)) * (4 * static_cast<int64_t>(lanes));
+    float reciprocal;
+    if (ExactReciprocal(hn::GetLane(scale0), &reciprocal)) {
+      QuantizeRunFast<X, P, Y, true>(c, first, whole, hn::Set(df, reciprocal), zp0, zpf0, out, out_index);
+    } else {
+      QuantizeRunFast<X, P, Y, false>(c, first, whole, scale0, zp0, zpf0, out, out_index);
+    }
+    i = whole;
+  }
+  for (; i < count; i += static_cast<int64_t>(lanes)) {
     const size_t n = static_cast<size_t>(std::min<int64_t>(static_cast<int64_t>(lanes), count - i));
     const VF scale = step == 0 ? scale0 : LoadScale<P>(c, param + i, n);
     const VF q = RoundToP<P>(hn::Div(LoadFloat<X>(c.x, first + i, n), scale));
@@ -195,6 +380,23 @@ HWY_INLINE void QuantizeSegment(const QuantizeCall& c, int64_t first, int64_t co
 template <T X, T P, T Y>
 void QuantizeKernelT(const QuantizeCall& c, void* y, int64_t begin, int64_t end) {
   constexpr int kBits = OutBits(Y);
+  if constexpr (kBits == 4 && IsIntegerOut(Y)) {
+    // Per-tensor: whole groups of 4 vectors packed in registers; the rest (a multiple-of-4 start)
+    // goes through the general path below.
+    const int64_t group = 4 * static_cast<int64_t>(hn::Lanes(DF()));
+    if (c.plan.granularity == Granularity::kPerTensor && end - begin >= group) {
+      const int64_t whole = (end - begin) / group * group;
+      const float scale = ScalarScale<P>(c, 0);
+      const VI zp = hn::Set(DI(), c.zero_point != nullptr ? static_cast<int32_t>(load_integer(c.zero_point, c.zero_point_type, 0)) : 0);
+      float reciprocal;
+      if (ExactReciprocal(scale, &reciprocal)) {
+        QuantizePacked4Fast<X, P, Y, true>(c, begin, whole, hn::Set(DF(), reciprocal), zp, y);
+      } else {
+        QuantizePacked4Fast<X, P, Y, false>(c, begin, whole, hn::Set(DF(), scale), zp, y);
+      }
+      begin += whole;
+    }
+  }
   HWY_ALIGN uint8_t codes[kBits < 8 ? kChunk : 1];
   for (int64_t chunk = begin; chunk < end; chunk += kChunk) {
     const int64_t chunk_end = std::min(end, chunk + kChunk);
