@@ -91,7 +91,32 @@ HWY_INLINE void DequantizeSegment(const DequantizeCall& c, const void* src, int6
     if constexpr (IsIntegerIn(X)) zp0 = hn::Set(di, static_cast<int32_t>(load_integer(c.zero_point, c.zero_point_type, param)));
     if constexpr (X == T::kFloat4E2M1) zpf0 = hn::Set(df, static_cast<float>(load_real(c.zero_point, T::kFloat4E2M1, param)));
   }
-  for (int64_t i = 0; i < count; i += static_cast<int64_t>(lanes)) {
+  int64_t i = 0;
+  if (step == 0) {
+    // One scale and zero point for the whole run: four whole vectors per iteration, no partial
+    // vectors and no per-iteration branches.
+    const int64_t L = static_cast<int64_t>(lanes);
+    const auto value = [&](int64_t k) -> VF {
+      if constexpr (IsIntegerIn(X)) {
+        return hn::ConvertTo(df, hn::Sub(LoadInt<kBits, IsSignedIn(X)>(src, src_index + k, lanes), zp0));
+      } else {
+        const VF d = DecodeX<X>(LoadCodes(static_cast<const uint8_t*>(src) + src_index + k, lanes));
+        if constexpr (X == T::kFloat4E2M1) return has_zp ? hn::Sub(d, zpf0) : d;
+        return d;
+      }
+    };
+    for (; i + 4 * L <= count; i += 4 * L) {
+      const VF d0 = value(i);
+      const VF d1 = value(i + L);
+      const VF d2 = value(i + 2 * L);
+      const VF d3 = value(i + 3 * L);
+      StoreY<Y>(hn::Mul(d0, scale0), y, first + i, lanes);
+      StoreY<Y>(hn::Mul(d1, scale0), y, first + i + L, lanes);
+      StoreY<Y>(hn::Mul(d2, scale0), y, first + i + 2 * L, lanes);
+      StoreY<Y>(hn::Mul(d3, scale0), y, first + i + 3 * L, lanes);
+    }
+  }
+  for (; i < count; i += static_cast<int64_t>(lanes)) {
     const size_t n = static_cast<size_t>(std::min<int64_t>(static_cast<int64_t>(lanes), count - i));
     VF d;
     if constexpr (IsIntegerIn(X)) {
