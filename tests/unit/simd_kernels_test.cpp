@@ -422,6 +422,75 @@ TEST(SimdKernelsTest, SixteenBitRoundingExhaustiveHighBits) {
   (void)rng;
 }
 
+/// Runs the scalar kernel and every target's kernel on a call with the given scales (one per
+/// element of scale_shape) and x values; expects equal bytes.
+void check_quantize_with(T x_type, T scale_type, T y_type, const Shape& shape, const Shape& scale_shape, int64_t axis,
+                         int64_t block, bool saturate, const std::vector<float>& scales, const std::vector<float>& x_values,
+                         std::mt19937& rng) {
+  const int64_t n = count_of(shape);
+  const Tensor x{x_type, shape, make_float_tensor(x_type, x_values)};
+  const Tensor s{scale_type, scale_shape, make_float_tensor(scale_type, scales)};
+  QuantizeLinearAttributes attributes;
+  attributes.opset = 25;
+  attributes.axis = axis;
+  if (block > 0) attributes.block_size = block;
+  if (is_float8(y_type)) attributes.saturate = saturate ? 1 : 0;
+  attributes.output_dtype = static_cast<int64_t>(y_type);
+  const TensorView xv = x.view();
+  const TensorView sv = s.view();
+  const QuantizeCall call = plan_quantize(attributes, xv, sv, nullptr);
+  std::vector<uint8_t> expected(call.y_bytes, 0xA5);
+  quantize_scalar(call, expected.data(), 0, n);
+  for (const simd::Target& target : simd::available_targets()) {
+    const QuantizeKernel kernel = simd::quantize_kernel_for_target(target.bit, call);
+    ASSERT_NE(kernel, nullptr);
+    std::vector<uint8_t> got(call.y_bytes, 0xA5);
+    const std::vector<int64_t> bounds = task_bounds(n, rng);
+    for (size_t t = 0; t + 1 < bounds.size(); ++t) kernel(call, got.data(), bounds[t], bounds[t + 1]);
+    ++g_compared;
+    const int64_t at = first_difference(got, expected);
+    ASSERT_EQ(at, -1) << target.name << " x=" << data_type_name(x_type) << " scale=" << data_type_name(scale_type) << " "
+                      << scales[0] << " y=" << data_type_name(y_type) << " shape=" << shape_to_string(shape) << " block=" << block
+                      << " saturate=" << saturate << " at byte " << at;
+  }
+}
+
+/// Power-of-two scales take the exact-reciprocal route (x · 2^-e instead of x / 2^e) in the
+/// vectorised kernels: equal bit for bit to the division, with quotients that overflow, that are
+/// subnormal or that underflow to zero, for scales at and beyond the route's limits (2^±126 use it,
+/// 2^±127 and subnormal scales do not).
+TEST(SimdKernelsTest, QuantizePowerOfTwoScalesMatchDivision) {
+  std::mt19937 rng(9);
+  const std::vector<float> scales = {1.0f, 0.5f, 2.0f, 0.125f, -0.25f, -8.0f, 0x1p-20f, 0x1p20f, 0x1p-100f, 0x1p100f,
+                                     0x1p-126f, -0x1p-126f, 0x1p126f, -0x1p126f, 0x1p-127f, 0x1p127f, 0x1p-149f, 0x1.8p-3f};
+  const int64_t n = 1000;
+  for (float scale : scales) {
+    std::vector<float> xs = interesting_values(n, scale, rng);
+    // Quotients near float32's subnormal range and its overflow threshold.
+    for (int64_t i = 0; i < n; i += 7) xs[static_cast<size_t>(i)] = std::ldexp(static_cast<float>(rng() % 1000) - 500.0f, -140 - static_cast<int>(rng() % 20));
+    for (int64_t i = 3; i < n; i += 11) xs[static_cast<size_t>(i)] = std::bit_cast<float>(static_cast<uint32_t>(rng()));
+    for (T y : kQuantizedTypes) {
+      for (int sat = 0; sat <= (is_float8(y) ? 1 : 0); ++sat) {
+        check_quantize_with(T::kFloat, T::kFloat, y, {n}, {}, 0, 0, sat == 1 || !is_float8(y), {scale}, xs, rng);
+        // Blocked along the last axis: runs of 40 elements sharing one scale.
+        const std::vector<float> block_scales(25, scale);
+        check_quantize_with(T::kFloat, T::kFloat, y, {n / 40, 40}, {n / 40, 1}, 1, 40, sat == 1 || !is_float8(y), block_scales,
+                            xs, rng);
+      }
+    }
+  }
+  // 16-bit division types: powers of two of float16/bfloat16, x of the same type.
+  for (T x_type : {T::kFloat16, T::kBFloat16}) {
+    for (float scale : {1.0f, 0.5f, 0x1p-14f, 0x1p-24f, 0x1p15f, -0x1p-7f, 0x1p-100f}) {
+      std::vector<float> xs = interesting_values(n, scale, rng);
+      for (T y : {T::kUint8, T::kInt8, T::kInt4, T::kUint16, T::kFloat8E4M3FN, T::kFloat8E5M2}) {
+        check_quantize_with(x_type, x_type, y, {n}, {}, 0, 0, true, {scale}, xs, rng);
+        check_quantize_with(x_type, T::kFloat, y, {n}, {}, 0, 0, true, {scale}, xs, rng);
+      }
+    }
+  }
+}
+
 TEST(SimdKernelsTest, ZzComparedManyCalls) {
   // Runs last in this file: the tests above really compared kernels (not skipped them all).
   std::printf("[ compared ] %d kernel calls against the scalar reference\n", g_compared);
