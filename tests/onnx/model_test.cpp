@@ -17,7 +17,7 @@ namespace fs = std::filesystem;
 Tensor floats(std::vector<int64_t> shape, std::vector<float> values, std::string name = {}) {
   Tensor t = qdq::onnx::make_tensor(DataType::kFloat, std::move(shape), std::move(name));
   EXPECT_EQ(t.data.size(), values.size() * 4);
-  std::memcpy(t.data.data(), values.data(), t.data.size());
+  if (!values.empty()) std::memcpy(t.data.data(), values.data(), t.data.size());  // memcpy(nullptr, …, 0) is UB
   return t;
 }
 
@@ -30,7 +30,7 @@ Tensor bytes(DataType type, std::vector<int64_t> shape, std::vector<uint8_t> dat
 
 std::vector<float> as_floats(const Tensor& t) {
   std::vector<float> out(t.data.size() / 4);
-  std::memcpy(out.data(), t.data.data(), t.data.size());
+  if (!out.empty()) std::memcpy(out.data(), t.data.data(), t.data.size());
   return out;
 }
 
