@@ -4,6 +4,7 @@
 // and the special values (NaN, ±inf, ±0, subnormals, exact ties, saturation, huge values).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstdint>
@@ -486,6 +487,148 @@ TEST(SimdKernelsTest, QuantizePowerOfTwoScalesMatchDivision) {
       for (T y : {T::kUint8, T::kInt8, T::kInt4, T::kUint16, T::kFloat8E4M3FN, T::kFloat8E5M2}) {
         check_quantize_with(x_type, x_type, y, {n}, {}, 0, 0, true, {scale}, xs, rng);
         check_quantize_with(x_type, T::kFloat, y, {n}, {}, 0, 0, true, {scale}, xs, rng);
+      }
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// FLOAT8E8M0 (MX) scales: every one of the 256 codes (0x00 is 2^-127, a float32 subnormal; 0xFF is
+// NaN), per element (step-1 runs), per block of 32 (runs that share one scale: the exact-reciprocal
+// route for codes 1..253, the division for 0x00, 0xFE and 0xFF) and per tensor.
+
+/// Runs the scalar kernel and every target's kernel on one call with FLOAT8E8M0 scale codes; expects
+/// equal bytes. `precision` 0 divides in float32 (the policy for e8m0 scales).
+void check_quantize_e8m0(T x_type, T y_type, const Shape& shape, const Shape& scale_shape, int64_t axis, int64_t block,
+                         bool saturate, const std::vector<uint8_t>& codes, int64_t precision, std::mt19937& rng) {
+  const int64_t n = count_of(shape);
+  std::vector<float> xs = interesting_values(n, decode_e8m0(codes[rng() % codes.size()]), rng);
+  // Quotients that overflow, are subnormal or underflow for the extreme scales.
+  for (int64_t i = 0; i < n; i += 5) xs[static_cast<size_t>(i)] = std::ldexp(static_cast<float>(rng() % 2000) - 1000.0f, static_cast<int>(rng() % 280) - 150);
+  for (int64_t i = 2; i < n; i += 13) xs[static_cast<size_t>(i)] = std::bit_cast<float>(static_cast<uint32_t>(rng()));
+  const Tensor x{x_type, shape, make_float_tensor(x_type, xs)};
+  const Tensor s{T::kFloat8E8M0, scale_shape, codes};
+  QuantizeLinearAttributes attributes;
+  attributes.opset = 25;
+  attributes.axis = axis;
+  if (block > 0) attributes.block_size = block;
+  if (is_float8(y_type)) attributes.saturate = saturate ? 1 : 0;
+  if (precision != 0) attributes.precision = precision;
+  attributes.output_dtype = static_cast<int64_t>(y_type);
+  const TensorView xv = x.view();
+  const TensorView sv = s.view();
+  const QuantizeCall call = plan_quantize(attributes, xv, sv, nullptr);
+  std::vector<uint8_t> expected(call.y_bytes, 0xA5);
+  quantize_scalar(call, expected.data(), 0, n);
+  for (const simd::Target& target : simd::available_targets()) {
+    const QuantizeKernel kernel = simd::quantize_kernel_for_target(target.bit, call);
+    ASSERT_NE(kernel, nullptr) << "no vectorised kernel for e8m0 scales, " << target.name;
+    std::vector<uint8_t> got(call.y_bytes, 0xA5);
+    const std::vector<int64_t> bounds = task_bounds(n, rng);
+    for (size_t t = 0; t + 1 < bounds.size(); ++t) kernel(call, got.data(), bounds[t], bounds[t + 1]);
+    ++g_compared;
+    const int64_t at = first_difference(got, expected);
+    ASSERT_EQ(at, -1) << target.name << " x=" << data_type_name(x_type) << " scale=FLOAT8E8M0 y=" << data_type_name(y_type)
+                      << " shape=" << shape_to_string(shape) << " block=" << block << " saturate=" << saturate
+                      << " precision=" << precision << " at byte " << at;
+  }
+}
+
+void check_dequantize_e8m0(T x_type, T y_type, const Shape& shape, const Shape& scale_shape, int64_t axis, int64_t block,
+                           bool with_zp, const std::vector<uint8_t>& codes, std::mt19937& rng) {
+  const int64_t n = count_of(shape);
+  const int64_t scale_count = count_of(scale_shape);
+  const Tensor x{x_type, shape, random_bytes(x_type, n, rng)};
+  const Tensor s{T::kFloat8E8M0, scale_shape, codes};
+  Tensor zp{x_type, scale_shape, {}};
+  if (with_zp) zp.bytes = random_bytes(x_type, scale_count, rng);
+  DequantizeLinearAttributes attributes;
+  attributes.opset = 25;
+  attributes.axis = axis;
+  if (block > 0) attributes.block_size = block;
+  attributes.output_dtype = static_cast<int64_t>(y_type);
+  const TensorView xv = x.view();
+  const TensorView sv = s.view();
+  const TensorView zv = zp.view();
+  const DequantizeCall call = plan_dequantize(attributes, xv, sv, with_zp ? &zv : nullptr);
+  std::vector<uint8_t> expected(call.y_bytes, 0xA5);
+  dequantize_scalar(call, expected.data(), 0, n);
+  for (const simd::Target& target : simd::available_targets()) {
+    const DequantizeKernel kernel = simd::dequantize_kernel_for_target(target.bit, call);
+    ASSERT_NE(kernel, nullptr) << "no vectorised kernel for e8m0 scales, " << target.name;
+    std::vector<uint8_t> got(call.y_bytes, 0xA5);
+    const std::vector<int64_t> bounds = task_bounds(n, rng);
+    for (size_t t = 0; t + 1 < bounds.size(); ++t) kernel(call, got.data(), bounds[t], bounds[t + 1]);
+    ++g_compared;
+    const int64_t at = first_difference(got, expected);
+    ASSERT_EQ(at, -1) << target.name << " x=" << data_type_name(x_type) << " scale=FLOAT8E8M0 y=" << data_type_name(y_type)
+                      << " shape=" << shape_to_string(shape) << " block=" << block << " zp=" << with_zp << " at byte " << at;
+  }
+}
+
+/// The 256 codes, in an order that puts the special ones (0x00, 0xFE, 0xFF) next to ordinary ones.
+std::vector<uint8_t> all_e8m0_codes(std::mt19937& rng) {
+  std::vector<uint8_t> codes(256);
+  for (int k = 0; k < 256; ++k) codes[static_cast<size_t>(k)] = static_cast<uint8_t>(k);
+  std::shuffle(codes.begin(), codes.end(), rng);
+  return codes;
+}
+
+/// The e8m0 codes used one per call (per tensor): the ends of the range and the exact-reciprocal limits.
+const uint8_t kE8M0Edges[] = {0x00, 0x01, 0x02, 0x7E, 0x7F, 0x80, 0xFC, 0xFD, 0xFE, 0xFF};
+
+TEST(SimdKernelsTest, QuantizeFloat8E8M0ScalesEveryCode) {
+  std::mt19937 rng(10);
+  for (T x : kFloatTypes) {
+    for (T y : kQuantizedTypes) {
+      for (int sat = 0; sat <= (is_float8(y) ? 1 : 0); ++sat) {
+        const bool saturate = sat == 1 || !is_float8(y);
+        // One scale per element of the last axis (step 1), then blocks of 32 sharing one (step 0).
+        check_quantize_e8m0(x, y, {3, 256}, {256}, 1, 0, saturate, all_e8m0_codes(rng), 0, rng);
+        check_quantize_e8m0(x, y, {256, 40}, {256, 1}, 1, 40, saturate, all_e8m0_codes(rng), 0, rng);
+        std::vector<uint8_t> four;  // every code four times (a blocked middle axis: step-1 runs again)
+        for (int k = 0; k < 4; ++k) {
+          const std::vector<uint8_t> codes = all_e8m0_codes(rng);
+          four.insert(four.end(), codes.begin(), codes.end());
+        }
+        check_quantize_e8m0(x, y, {4, 2, 256}, {4, 1, 256}, 1, 2, saturate, four, 0, rng);
+        for (uint8_t code : kE8M0Edges) check_quantize_e8m0(x, y, {301}, {}, 0, 0, saturate, {code}, 0, rng);
+      }
+    }
+  }
+  // The division in a 16-bit type (precision), the e8m0 scale rounded to it first.
+  for (T x : {T::kFloat16, T::kBFloat16}) {
+    for (T y : {T::kUint8, T::kInt4, T::kFloat8E4M3FN}) {
+      check_quantize_e8m0(x, y, {256, 40}, {256, 1}, 1, 40, true, all_e8m0_codes(rng), static_cast<int64_t>(x), rng);
+      check_quantize_e8m0(x, y, {3, 256}, {256}, 1, 0, true, all_e8m0_codes(rng), static_cast<int64_t>(x), rng);
+    }
+  }
+}
+
+TEST(SimdKernelsTest, DequantizeFloat8E8M0ScalesEveryCode) {
+  std::mt19937 rng(11);
+  for (T x : kQuantizedTypes) {
+    const bool zp = !is_float8(x);
+    for (T y : kDequantizedTypes) {
+      std::vector<uint8_t> codes = all_e8m0_codes(rng);
+      if (is_float8(x)) {
+        // A NaN scale times a NaN x: which NaN the scalar kernel keeps depends on its operand order
+        // (see check_dequantize), so no NaN scale meets float8 x, whose random codes include NaNs.
+        for (uint8_t& c : codes) {
+          if (c == 0xFF) c = 0xFE;
+        }
+      }
+      check_dequantize_e8m0(x, y, {3, 256}, {256}, 1, 0, zp, codes, rng);
+      std::vector<uint8_t> blocked = all_e8m0_codes(rng);
+      if (is_float8(x)) {
+        for (uint8_t& c : blocked) {
+          if (c == 0xFF) c = 0x00;
+        }
+      }
+      check_dequantize_e8m0(x, y, {256, 40}, {256, 1}, 1, 40, zp, blocked, rng);
+      for (uint8_t code : kE8M0Edges) {
+        if (is_float8(x) && code == 0xFF) continue;
+        check_dequantize_e8m0(x, y, {301}, {}, 0, 0, zp, {code}, rng);
       }
     }
   }

@@ -189,6 +189,24 @@ HWY_INLINE VF LoadFloat(const void* base, int64_t index, size_t n) {
   }
 }
 
+/// FLOAT8E8M0 codes (low 8 bits of u32 lanes) as float32, exactly as decode_e8m0: code e is 2^(e − 127),
+/// the float32 with exponent field e; 0x00 is 2^-127 (the subnormal 0x00400000); 0xFF is the NaN
+/// 0x7FC00000.
+HWY_INLINE VF DecodeE8M0(VU code) {
+  const DU du;
+  code = hn::And(code, hn::Set(du, 0xFFu));
+  VU bits = hn::ShiftLeft<23>(code);
+  bits = hn::IfThenElse(hn::Eq(code, hn::Zero(du)), hn::Set(du, 0x00400000u), bits);
+  bits = hn::IfThenElse(hn::Eq(code, hn::Set(du, 0xFFu)), hn::Set(du, 0x7FC00000u), bits);
+  return hn::BitCast(DF(), bits);
+}
+
+/// Lanes [0, n) of a FLOAT8E8M0 array as float32.
+HWY_INLINE VF LoadE8M0(const void* base, int64_t index, size_t n) {
+  const hn::Rebind<uint8_t, DF> d8;
+  return DecodeE8M0(hn::PromoteTo(DU(), LoadPartial(d8, static_cast<const uint8_t*>(base) + index, n)));
+}
+
 /// Lanes [0, n) of an 8/16-bit integer array (or of unpacked 2/4-bit codes, one per byte,
 /// sign-extended from `bits` when Signed) as int32.
 template <int Bits, bool Signed>

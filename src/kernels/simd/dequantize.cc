@@ -49,6 +49,7 @@ HWY_INLINE VF LoadScale(const DequantizeCall& c, int64_t index, size_t n) {
   switch (c.scale_type) {
     case T::kFloat16: return LoadFloat<T::kFloat16>(c.scale, index, n);
     case T::kBFloat16: return LoadFloat<T::kBFloat16>(c.scale, index, n);
+    case T::kFloat8E8M0: return LoadE8M0(c.scale, index, n);
     default: return LoadFloat<T::kFloat>(c.scale, index, n);
   }
 }
@@ -196,7 +197,10 @@ DequantizeKernel ChooseForY(T y) {
 }  // namespace
 
 DequantizeKernel ChooseDequantize(const DequantizeCall& c) {
-  if (c.scale_type != T::kFloat && c.scale_type != T::kFloat16 && c.scale_type != T::kBFloat16) return nullptr;
+  if (c.scale_type != T::kFloat && c.scale_type != T::kFloat16 && c.scale_type != T::kBFloat16 &&
+      c.scale_type != T::kFloat8E8M0) {
+    return nullptr;
+  }
   const bool zero_point_used = IsIntegerIn(c.x_type) || c.x_type == T::kFloat4E2M1;
   if (c.zero_point != nullptr && zero_point_used && c.zero_point_type != c.x_type) return nullptr;
   switch (c.x_type) {

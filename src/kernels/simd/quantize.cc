@@ -97,6 +97,8 @@ HWY_INLINE VF LoadScale(const QuantizeCall& c, int64_t index, size_t n) {
       return P == T::kFloat16 ? LoadFloat<T::kFloat16>(c.scale, index, n) : RoundToP<P>(LoadFloat<T::kFloat16>(c.scale, index, n));
     case T::kBFloat16:
       return P == T::kBFloat16 ? LoadFloat<T::kBFloat16>(c.scale, index, n) : RoundToP<P>(LoadFloat<T::kBFloat16>(c.scale, index, n));
+    case T::kFloat8E8M0:
+      return RoundToP<P>(LoadE8M0(c.scale, index, n));
     default:
       return RoundToP<P>(LoadFloat<T::kFloat>(c.scale, index, n));
   }
@@ -447,7 +449,12 @@ QuantizeKernel ChooseForY(T y) {
 }  // namespace
 
 QuantizeKernel ChooseQuantize(const QuantizeCall& c) {
-  if (c.scale_type != T::kFloat && c.scale_type != T::kFloat16 && c.scale_type != T::kBFloat16) return nullptr;
+  // FLOAT8E8M0 (MX) scales are powers of two (or NaN): runs sharing one take the exact-reciprocal
+  // route where the scale and its inverse are normal floats (codes 1..253), the division otherwise.
+  if (c.scale_type != T::kFloat && c.scale_type != T::kFloat16 && c.scale_type != T::kBFloat16 &&
+      c.scale_type != T::kFloat8E8M0) {
+    return nullptr;
+  }
   // A zero point must be of the output type (float8 zero points only select the type).
   if (c.zero_point != nullptr && IsIntegerOut(c.y_type) && c.zero_point_type != c.y_type) return nullptr;
   if (c.zero_point != nullptr && c.y_type == T::kFloat4E2M1 && c.zero_point_type != T::kFloat4E2M1) return nullptr;
