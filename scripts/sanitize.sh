@@ -33,7 +33,7 @@ export UBSAN_OPTIONS=halt_on_error=1:abort_on_error=1:print_stacktrace=1
 export TSAN_OPTIONS=halt_on_error=1:abort_on_error=1:exitcode=66:second_deadlock_stack=1
 
 common=(-G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g"
-        -DQDQ_BUILD_PYTHON=OFF -DQDQ_BUILD_BENCH=OFF -DQDQ_INSTALL=OFF)
+        -DQDQ_BUILD_PYTHON=OFF -DQDQ_BUILD_BENCH=OFF -DQDQ_INSTALL=OFF -DQDQ_SIMD_TARGETS=AVX2)
 
 if [[ $steps == *asan* ]]; then
   step "ASan + UBSan build (build/asan)"
