@@ -637,7 +637,8 @@ TEST(SimdKernelsTest, DequantizeFloat8E8M0ScalesEveryCode) {
 TEST(SimdKernelsTest, ZzComparedManyCalls) {
   // Runs last in this file: the tests above really compared kernels (not skipped them all).
   std::printf("[ compared ] %d kernel calls against the scalar reference\n", g_compared);
-  if (!simd::available_targets().empty()) EXPECT_GT(g_compared, 10000);
+  // Every compiled target the CPU runs is compared thousands of times.
+  EXPECT_GT(g_compared, 5000 * static_cast<int>(simd::available_targets().size()));
 }
 
 TEST(SimdKernelsTest, ForceScalarSelectsTheReference) {
