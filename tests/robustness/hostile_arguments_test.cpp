@@ -90,7 +90,7 @@ TEST(HostileArguments, ByteSizeOverflowingIsRejected) {
 
 // dynamic_quantize_linear checked x's buffer as count * 4 in 64-bit unsigned arithmetic: for
 // 2^62 + 1 elements that wraps to 4, so a 4-byte buffer passed the check for x (only the output
-// check stopped the call). Fixed when this test passes; see docs/README-reliability-section.md.
+// check stopped the call). Fixed when this test passes; see README.md, "Reliability".
 // OPEN BUG (reported; enable when fixed).
 TEST(HostileArguments, DynamicQuantizeChecksXBytesWithoutWrapping) {
   const int64_t shape[1] = {k2p62 + 1};
@@ -264,7 +264,7 @@ TEST(HostileArguments, ExtremeAxisAndOpset) {
 }
 
 // Attribute values are int64 in ONNX; a type number beyond int32 must not be truncated into a valid
-// one (2^32 + 2 is not UINT8). Fixed when these pass; see docs/README-reliability-section.md.
+// one (2^32 + 2 is not UINT8). Fixed when these pass; see README.md, "Reliability".
 // OPEN BUG (reported; enable when fixed).
 TEST(HostileArguments, TypeAttributesBeyondInt32AreRejected) {
   const int64_t wrap = int64_t{1} << 32;
