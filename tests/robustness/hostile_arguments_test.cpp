@@ -46,7 +46,6 @@ struct Sentinel {
 
 float g_scale = 0.5f;
 uint8_t g_zero = 0;
-const int64_t kNoDims[1] = {0};
 float g_small[16] = {};
 
 qdq::TensorView scalar_scale() { return {DataType::kFloat, {}, &g_scale, 4}; }
