@@ -8,6 +8,7 @@
 
 #include "kernels/kernels.hpp"
 #include "kernels/params.hpp"
+#include "types/integer_types.hpp"
 
 namespace qdq::detail {
 namespace {
@@ -75,25 +76,6 @@ QuotientFn quotient_fn(T x, T p) {
   }
 }
 
-struct IntegerRange {
-  double min;
-  double max;
-};
-
-IntegerRange integer_range(T y) {
-  switch (y) {
-    case T::kUint8: return {0, 255};
-    case T::kInt8: return {-128, 127};
-    case T::kUint16: return {0, 65535};
-    case T::kInt16: return {-32768, 32767};
-    case T::kUint4: return {0, 15};
-    case T::kInt4: return {-8, 7};
-    case T::kUint2: return {0, 3};
-    case T::kInt2: return {-2, 1};
-    default: return {0, 0};
-  }
-}
-
 /// Writes the output codes of elements [first, first + count) of y from their quotients.
 void store(const QuantizeCall& c, void* y, int64_t first, int64_t count, int64_t param_index, int step, const double* q) {
   const T type = c.y_type;
@@ -124,15 +106,16 @@ void store(const QuantizeCall& c, void* y, int64_t first, int64_t count, int64_t
       }
       break;
     default: {
-      const IntegerRange range = integer_range(type);
+      const double range_min = integer_min(type);
+      const double range_max = integer_max(type);
       for (int64_t i = 0; i < count; ++i) {
         double v;
         if (std::isnan(q[i])) {
-          v = range.min;  // NaN has no integer: the type's minimum, whatever the zero point
+          v = range_min;  // NaN has no integer: the type's minimum, whatever the zero point
         } else {
           v = std::nearbyint(q[i]);
           if (c.zero_point != nullptr) v += static_cast<double>(load_integer(c.zero_point, c.zero_point_type, param_index + i * step));
-          v = std::clamp(v, range.min, range.max);
+          v = std::clamp(v, range_min, range_max);
         }
         const auto value = static_cast<int32_t>(v);
         if (bits == 16) {

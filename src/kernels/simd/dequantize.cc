@@ -13,6 +13,7 @@
 #include "hwy/highway.h"
 #include "kernels/kernels.hpp"
 #include "kernels/params.hpp"
+#include "types/integer_types.hpp"
 #include "kernels/simd/common-inl.h"
 #include "kernels/simd/simd_kernels.hpp"
 
@@ -24,25 +25,9 @@ namespace {
 
 using T = DataType;
 
-constexpr int InBits(T x) {
-  switch (x) {
-    case T::kUint16:
-    case T::kInt16: return 16;
-    case T::kUint4:
-    case T::kInt4:
-    case T::kFloat4E2M1: return 4;
-    case T::kUint2:
-    case T::kInt2: return 2;
-    default: return 8;
-  }
-}
-
-constexpr bool IsIntegerIn(T x) {
-  return x == T::kUint8 || x == T::kInt8 || x == T::kUint16 || x == T::kInt16 || x == T::kUint4 || x == T::kInt4 ||
-         x == T::kUint2 || x == T::kInt2;
-}
-
-constexpr bool IsSignedIn(T x) { return x == T::kInt8 || x == T::kInt16 || x == T::kInt4 || x == T::kInt2; }
+constexpr int InBits(T x) { return quantized_bits(x); }
+constexpr bool IsIntegerIn(T x) { return is_quantized_integer(x); }
+constexpr bool IsSignedIn(T x) { return is_signed_quantized_integer(x); }
 
 /// Scales [index, index + n) as float32 (exact for every scale type covered).
 HWY_INLINE VF LoadScale(const DequantizeCall& c, int64_t index, size_t n) {

@@ -18,6 +18,7 @@
 #include "hwy/highway.h"
 #include "kernels/kernels.hpp"
 #include "kernels/params.hpp"
+#include "types/integer_types.hpp"
 #include "kernels/simd/common-inl.h"
 #include "kernels/simd/simd_kernels.hpp"
 
@@ -29,49 +30,11 @@ namespace {
 
 using T = DataType;
 
-constexpr int OutBits(T y) {
-  switch (y) {
-    case T::kUint16:
-    case T::kInt16: return 16;
-    case T::kUint4:
-    case T::kInt4:
-    case T::kFloat4E2M1: return 4;
-    case T::kUint2:
-    case T::kInt2: return 2;
-    default: return 8;
-  }
-}
-
-constexpr bool IsIntegerOut(T y) {
-  return y == T::kUint8 || y == T::kInt8 || y == T::kUint16 || y == T::kInt16 || y == T::kUint4 || y == T::kInt4 ||
-         y == T::kUint2 || y == T::kInt2;
-}
-
-constexpr bool IsSignedOut(T y) { return y == T::kInt8 || y == T::kInt16 || y == T::kInt4 || y == T::kInt2; }
-
-constexpr int32_t OutMin(T y) {
-  switch (y) {
-    case T::kInt8: return -128;
-    case T::kInt16: return -32768;
-    case T::kInt4: return -8;
-    case T::kInt2: return -2;
-    default: return 0;
-  }
-}
-
-constexpr int32_t OutMax(T y) {
-  switch (y) {
-    case T::kUint8: return 255;
-    case T::kInt8: return 127;
-    case T::kUint16: return 65535;
-    case T::kInt16: return 32767;
-    case T::kUint4: return 15;
-    case T::kInt4: return 7;
-    case T::kUint2: return 3;
-    case T::kInt2: return 1;
-    default: return 0;
-  }
-}
+constexpr int OutBits(T y) { return quantized_bits(y); }
+constexpr bool IsIntegerOut(T y) { return is_quantized_integer(y); }
+constexpr bool IsSignedOut(T y) { return is_signed_quantized_integer(y); }
+constexpr int32_t OutMin(T y) { return integer_min(y); }
+constexpr int32_t OutMax(T y) { return integer_max(y); }
 
 /// The scale at `index`, rounded once to the division type P (exact as float).
 template <T P>
