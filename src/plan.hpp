@@ -39,6 +39,20 @@ struct Segment {
 /// The segment that starts at flat element `first` and ends no later than `limit`.
 Segment segment_at(const Plan& plan, int64_t first, int64_t limit);
 
+/// Walks the elements [begin, end) segment by segment, in pieces of at most `piece` elements:
+/// fn(first, count, param_index, param_step) for each piece, in order.
+template <class Fn>
+void for_each_piece(const Plan& plan, int64_t begin, int64_t end, int64_t piece, Fn&& fn) {
+  for (int64_t position = begin; position < end;) {
+    const Segment segment = segment_at(plan, position, end);
+    for (int64_t done = 0; done < segment.count; done += piece) {
+      const int64_t count = segment.count - done < piece ? segment.count - done : piece;
+      fn(position + done, count, segment.param_index + done * segment.param_step, segment.param_step);
+    }
+    position += segment.count;
+  }
+}
+
 /// Everything a QuantizeLinear kernel needs, validated.
 struct QuantizeCall {
   int version = 25;

@@ -68,22 +68,15 @@ void store(const DequantizeCall& c, void* y, int64_t first, int64_t count, const
 
 void dequantize_scalar(const DequantizeCall& call, void* y, int64_t begin, int64_t end) {
   float d[kChunk];
-  int64_t position = begin;
-  while (position < end) {
-    const Segment segment = segment_at(call.plan, position, end);
-    for (int64_t done = 0; done < segment.count; done += kChunk) {
-      const int64_t n = std::min(kChunk, segment.count - done);
-      const int64_t param_index = segment.param_index + done * segment.param_step;
-      differences(call, position + done, n, param_index, segment.param_step, d);
-      float scale = static_cast<float>(load_real(call.scale, call.scale_type, param_index));
-      for (int64_t i = 0; i < n; ++i) {
-        if (segment.param_step != 0) scale = static_cast<float>(load_real(call.scale, call.scale_type, param_index + i));
-        d[i] = d[i] * scale;
-      }
-      store(call, y, position + done, n, d);
+  for_each_piece(call.plan, begin, end, kChunk, [&](int64_t first, int64_t count, int64_t param_index, int step) {
+    differences(call, first, count, param_index, step, d);
+    float scale = static_cast<float>(load_real(call.scale, call.scale_type, param_index));
+    for (int64_t i = 0; i < count; ++i) {
+      if (step != 0) scale = static_cast<float>(load_real(call.scale, call.scale_type, param_index + i));
+      d[i] = d[i] * scale;
     }
-    position += segment.count;
-  }
+    store(call, y, first, count, d);
+  });
 }
 
 }  // namespace qdq::detail

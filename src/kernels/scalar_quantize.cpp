@@ -137,17 +137,10 @@ void store(const QuantizeCall& c, void* y, int64_t first, int64_t count, int64_t
 void quantize_scalar(const QuantizeCall& call, void* y, int64_t begin, int64_t end) {
   const QuotientFn compute = quotient_fn(call.x_type, call.division_type);
   double q[kChunk];
-  int64_t position = begin;
-  while (position < end) {
-    const Segment segment = segment_at(call.plan, position, end);
-    for (int64_t done = 0; done < segment.count; done += kChunk) {
-      const int64_t n = std::min(kChunk, segment.count - done);
-      const int64_t param_index = segment.param_index + done * segment.param_step;
-      compute(call, position + done, n, param_index, segment.param_step, q);
-      store(call, y, position + done, n, param_index, segment.param_step, q);
-    }
-    position += segment.count;
-  }
+  for_each_piece(call.plan, begin, end, kChunk, [&](int64_t first, int64_t count, int64_t param_index, int step) {
+    compute(call, first, count, param_index, step, q);
+    store(call, y, first, count, param_index, step, q);
+  });
 }
 
 }  // namespace qdq::detail
