@@ -11,6 +11,7 @@
 #include <cstring>
 #include <limits>
 #include <random>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -112,9 +113,9 @@ std::vector<int64_t> task_bounds(int64_t elements, std::mt19937& rng) {
   return bounds;
 }
 
-std::string describe(const std::string& target, T x, T scale, T y, const Shape& shape, int64_t axis, int64_t block, bool sat,
+std::string describe(T x, T scale, T y, const Shape& shape, int64_t axis, int64_t block, bool sat,
                      bool zp) {
-  return target + " x=" + data_type_name(x) + " scale=" + data_type_name(scale) + " y=" + data_type_name(y) + " shape=" +
+  return "x=" + data_type_name(x) + " scale=" + data_type_name(scale) + " y=" + data_type_name(y) + " shape=" +
          shape_to_string(shape) + " axis=" + std::to_string(axis) + " block=" + std::to_string(block) +
          " saturate=" + std::to_string(sat) + " zp=" + std::to_string(zp);
 }
@@ -127,6 +128,42 @@ int64_t first_difference(const std::vector<uint8_t>& a, const std::vector<uint8_
     if (a[i] != b[i]) return static_cast<int64_t>(i);
   }
   return a.size() == b.size() ? -1 : static_cast<int64_t>(a.size());
+}
+
+bool is_float8(T t) {
+  return t == T::kFloat8E4M3FN || t == T::kFloat8E4M3FNUZ || t == T::kFloat8E5M2 || t == T::kFloat8E5M2FNUZ;
+}
+
+/// A failure description built from stream output.
+template <class Fn>
+std::string describe_stream(Fn&& fn) {
+  std::ostringstream o;
+  fn(o);
+  return o.str();
+}
+
+void run_scalar(const QuantizeCall& call, void* y, int64_t begin, int64_t end) { quantize_scalar(call, y, begin, end); }
+void run_scalar(const DequantizeCall& call, void* y, int64_t begin, int64_t end) { dequantize_scalar(call, y, begin, end); }
+QuantizeKernel kernel_for(int64_t target, const QuantizeCall& call) { return simd::quantize_kernel_for_target(target, call); }
+DequantizeKernel kernel_for(int64_t target, const DequantizeCall& call) { return simd::dequantize_kernel_for_target(target, call); }
+
+/// Runs the scalar kernel on all n elements and every compiled target's kernel task by task (tasks
+/// split at `bounds`); expects the same bytes, padding and untouched fill included.
+template <class Call>
+void expect_targets_match_scalar(const Call& call, int64_t n, const std::vector<int64_t>& bounds, const std::string& what) {
+  std::vector<uint8_t> expected(call.y_bytes, 0xA5);
+  run_scalar(call, expected.data(), 0, n);
+  for (const simd::Target& target : simd::available_targets()) {
+    const auto kernel = kernel_for(target.bit, call);
+    ASSERT_NE(kernel, nullptr) << "no vectorised kernel on " << target.name << " for " << what;
+    std::vector<uint8_t> got(call.y_bytes, 0xA5);
+    for (size_t t = 0; t + 1 < bounds.size(); ++t) kernel(call, got.data(), bounds[t], bounds[t + 1]);
+    ++g_compared;
+    const int64_t at = first_difference(got, expected);
+    ASSERT_EQ(at, -1) << target.name << " " << what << ": at byte " << at << " got "
+                      << (at >= 0 && static_cast<size_t>(at) < got.size() ? int{got[static_cast<size_t>(at)]} : -1) << " expected "
+                      << (at >= 0 && static_cast<size_t>(at) < expected.size() ? int{expected[static_cast<size_t>(at)]} : -1);
+  }
 }
 
 /// Runs the scalar kernel and every target's kernel on one QuantizeLinear call; expects equal bytes.
@@ -170,24 +207,7 @@ void check_quantize(T x_type, T scale_type, T y_type, const Shape& shape, int64_
   const TensorView zv = zp.view();
   const QuantizeCall call = plan_quantize(attributes, xv, sv, with_zp ? &zv : nullptr);
 
-  std::vector<uint8_t> expected(call.y_bytes, 0xA5);
-  quantize_scalar(call, expected.data(), 0, n);
-  for (const simd::Target& target : simd::available_targets()) {
-    const QuantizeKernel kernel = simd::quantize_kernel_for_target(target.bit, call);
-    const std::string what = describe(target.name, x_type, scale_type, y_type, shape, axis, block, saturate, with_zp);
-    ASSERT_NE(kernel, nullptr) << "no vectorised kernel for " << what;
-    std::vector<uint8_t> got(call.y_bytes, 0xA5);
-    const std::vector<int64_t> bounds = task_bounds(n, rng);
-    for (size_t t = 0; t + 1 < bounds.size(); ++t) kernel(call, got.data(), bounds[t], bounds[t + 1]);
-    ++g_compared;
-    for (size_t b = 0; b < got.size(); ++b) {
-      ASSERT_EQ(int{got[b]}, int{expected[b]}) << what << " at byte " << b;
-    }
-  }
-}
-
-bool is_float8_type(T t) {
-  return t == T::kFloat8E4M3FN || t == T::kFloat8E4M3FNUZ || t == T::kFloat8E5M2 || t == T::kFloat8E5M2FNUZ;
+  expect_targets_match_scalar(call, n, task_bounds(n, rng), describe(x_type, scale_type, y_type, shape, axis, block, saturate, with_zp));
 }
 
 void check_dequantize(T x_type, T scale_type, T y_type, const Shape& shape, int64_t axis, int64_t block, bool with_zp,
@@ -208,7 +228,7 @@ void check_dequantize(T x_type, T scale_type, T y_type, const Shape& shape, int6
   const float special_scales[] = {1e-40f, 3e38f, std::numeric_limits<float>::infinity(), 0.0f, 1.0f, 1e-30f, 70000.0f,
                                   std::bit_cast<float>(0x7FA12345u), std::bit_cast<float>(0xFFC0A000u)};
   for (size_t k = 1; k < scales.size() && k <= 9; ++k) scales[k] = special_scales[k - 1];
-  if (is_float8_type(x_type)) {
+  if (is_float8(x_type)) {
     // NaN × NaN keeps one of the two payloads, and which one the scalar kernel keeps depends on how
     // the compiler ordered its multiply operands: not a defined result, so not compared.
     for (float& v : scales) {
@@ -229,29 +249,12 @@ void check_dequantize(T x_type, T scale_type, T y_type, const Shape& shape, int6
   const TensorView zv = zp.view();
   const DequantizeCall call = plan_dequantize(attributes, xv, sv, with_zp ? &zv : nullptr);
 
-  std::vector<uint8_t> expected(call.y_bytes, 0xA5);
-  dequantize_scalar(call, expected.data(), 0, n);
-  for (const simd::Target& target : simd::available_targets()) {
-    const DequantizeKernel kernel = simd::dequantize_kernel_for_target(target.bit, call);
-    const std::string what = describe(target.name, x_type, scale_type, y_type, shape, axis, block, false, with_zp);
-    ASSERT_NE(kernel, nullptr) << "no vectorised kernel for " << what;
-    std::vector<uint8_t> got(call.y_bytes, 0xA5);
-    const std::vector<int64_t> bounds = task_bounds(n, rng);
-    for (size_t t = 0; t + 1 < bounds.size(); ++t) kernel(call, got.data(), bounds[t], bounds[t + 1]);
-    ++g_compared;
-    for (size_t b = 0; b < got.size(); ++b) {
-      ASSERT_EQ(int{got[b]}, int{expected[b]}) << what << " at byte " << b;
-    }
-  }
+  expect_targets_match_scalar(call, n, task_bounds(n, rng), describe(x_type, scale_type, y_type, shape, axis, block, false, with_zp));
 }
 
 const T kQuantizedTypes[] = {T::kUint8, T::kInt8, T::kUint16, T::kInt16, T::kUint4, T::kInt4, T::kUint2, T::kInt2,
                              T::kFloat8E4M3FN, T::kFloat8E4M3FNUZ, T::kFloat8E5M2, T::kFloat8E5M2FNUZ, T::kFloat4E2M1};
 const T kFloatTypes[] = {T::kFloat, T::kFloat16, T::kBFloat16};
-
-bool is_float8(T t) {
-  return t == T::kFloat8E4M3FN || t == T::kFloat8E4M3FNUZ || t == T::kFloat8E5M2 || t == T::kFloat8E5M2FNUZ;
-}
 
 TEST(SimdKernelsTest, TargetsAreListed) {
   for (const simd::Target& t : simd::available_targets()) std::printf("[ target   ] %s\n", t.name.c_str());
@@ -365,19 +368,7 @@ TEST(SimdKernelsTest, QuantizeExhaustiveHighBitsWithUnitScale) {
         const TensorView xv = x.view();
         const TensorView sv = s.view();
         const QuantizeCall call = plan_quantize(attributes, xv, sv, nullptr);
-        std::vector<uint8_t> expected(call.y_bytes, 0xA5);
-        quantize_scalar(call, expected.data(), 0, n);
-        for (const simd::Target& target : simd::available_targets()) {
-          const QuantizeKernel kernel = simd::quantize_kernel_for_target(target.bit, call);
-          ASSERT_NE(kernel, nullptr);
-          std::vector<uint8_t> got(call.y_bytes, 0xA5);
-          kernel(call, got.data(), 0, n);
-          const int64_t at = first_difference(got, expected);
-          ASSERT_EQ(at, -1) << target.name << " y=" << data_type_name(y) << " scale " << scale_value << " saturate " << sat
-                            << ": got " << int{got[static_cast<size_t>(at)]} << " expected " << int{expected[static_cast<size_t>(at)]}
-                            << " (byte " << at << ", x bits around 0x" << std::hex
-                            << std::bit_cast<uint32_t>(values[static_cast<size_t>(at * 8 / bit_width(y))]) << ")";
-        }
+        expect_targets_match_scalar(call, n, {0, n}, describe_stream([&](std::ostream& o) { o << "y=" << data_type_name(y) << " scale " << scale_value << " saturate " << sat; }));
       }
     }
   }
@@ -405,18 +396,7 @@ TEST(SimdKernelsTest, SixteenBitRoundingExhaustiveHighBits) {
         const TensorView xv = x.view();
         const TensorView sv = s.view();
         const QuantizeCall call = plan_quantize(attributes, xv, sv, nullptr);
-        std::vector<uint8_t> expected(call.y_bytes, 0xA5);
-        quantize_scalar(call, expected.data(), 0, n);
-        for (const simd::Target& target : simd::available_targets()) {
-          const QuantizeKernel kernel = simd::quantize_kernel_for_target(target.bit, call);
-          ASSERT_NE(kernel, nullptr);
-          std::vector<uint8_t> got(call.y_bytes, 0xA5);
-          kernel(call, got.data(), 0, n);
-          const int64_t at = first_difference(got, expected);
-          ASSERT_EQ(at, -1) << target.name << " x=" << data_type_name(x_type) << " y=" << data_type_name(y) << " scale " << scale_value
-                            << ": got " << int{got[static_cast<size_t>(at)]} << " expected " << int{expected[static_cast<size_t>(at)]}
-                            << " at byte " << at;
-        }
+        expect_targets_match_scalar(call, n, {0, n}, describe_stream([&](std::ostream& o) { o << "x=" << data_type_name(x_type) << " y=" << data_type_name(y) << " scale " << scale_value; }));
       }
     }
   }
@@ -440,20 +420,7 @@ void check_quantize_with(T x_type, T scale_type, T y_type, const Shape& shape, c
   const TensorView xv = x.view();
   const TensorView sv = s.view();
   const QuantizeCall call = plan_quantize(attributes, xv, sv, nullptr);
-  std::vector<uint8_t> expected(call.y_bytes, 0xA5);
-  quantize_scalar(call, expected.data(), 0, n);
-  for (const simd::Target& target : simd::available_targets()) {
-    const QuantizeKernel kernel = simd::quantize_kernel_for_target(target.bit, call);
-    ASSERT_NE(kernel, nullptr);
-    std::vector<uint8_t> got(call.y_bytes, 0xA5);
-    const std::vector<int64_t> bounds = task_bounds(n, rng);
-    for (size_t t = 0; t + 1 < bounds.size(); ++t) kernel(call, got.data(), bounds[t], bounds[t + 1]);
-    ++g_compared;
-    const int64_t at = first_difference(got, expected);
-    ASSERT_EQ(at, -1) << target.name << " x=" << data_type_name(x_type) << " scale=" << data_type_name(scale_type) << " "
-                      << scales[0] << " y=" << data_type_name(y_type) << " shape=" << shape_to_string(shape) << " block=" << block
-                      << " saturate=" << saturate << " at byte " << at;
-  }
+  expect_targets_match_scalar(call, n, task_bounds(n, rng), describe_stream([&](std::ostream& o) { o << "x=" << data_type_name(x_type) << " scale=" << data_type_name(scale_type) << " " << scales[0] << " y=" << data_type_name(y_type) << " shape=" << shape_to_string(shape) << " block=" << block << " saturate=" << saturate; }));
 }
 
 /// Power-of-two scales take the exact-reciprocal route (x · 2^-e instead of x / 2^e) in the
@@ -518,20 +485,7 @@ void check_quantize_e8m0(T x_type, T y_type, const Shape& shape, const Shape& sc
   const TensorView xv = x.view();
   const TensorView sv = s.view();
   const QuantizeCall call = plan_quantize(attributes, xv, sv, nullptr);
-  std::vector<uint8_t> expected(call.y_bytes, 0xA5);
-  quantize_scalar(call, expected.data(), 0, n);
-  for (const simd::Target& target : simd::available_targets()) {
-    const QuantizeKernel kernel = simd::quantize_kernel_for_target(target.bit, call);
-    ASSERT_NE(kernel, nullptr) << "no vectorised kernel for e8m0 scales, " << target.name;
-    std::vector<uint8_t> got(call.y_bytes, 0xA5);
-    const std::vector<int64_t> bounds = task_bounds(n, rng);
-    for (size_t t = 0; t + 1 < bounds.size(); ++t) kernel(call, got.data(), bounds[t], bounds[t + 1]);
-    ++g_compared;
-    const int64_t at = first_difference(got, expected);
-    ASSERT_EQ(at, -1) << target.name << " x=" << data_type_name(x_type) << " scale=FLOAT8E8M0 y=" << data_type_name(y_type)
-                      << " shape=" << shape_to_string(shape) << " block=" << block << " saturate=" << saturate
-                      << " precision=" << precision << " at byte " << at;
-  }
+  expect_targets_match_scalar(call, n, task_bounds(n, rng), describe_stream([&](std::ostream& o) { o << "x=" << data_type_name(x_type) << " scale=FLOAT8E8M0 y=" << data_type_name(y_type) << " shape=" << shape_to_string(shape) << " block=" << block << " saturate=" << saturate << " precision=" << precision; }));
 }
 
 void check_dequantize_e8m0(T x_type, T y_type, const Shape& shape, const Shape& scale_shape, int64_t axis, int64_t block,
@@ -551,19 +505,7 @@ void check_dequantize_e8m0(T x_type, T y_type, const Shape& shape, const Shape& 
   const TensorView sv = s.view();
   const TensorView zv = zp.view();
   const DequantizeCall call = plan_dequantize(attributes, xv, sv, with_zp ? &zv : nullptr);
-  std::vector<uint8_t> expected(call.y_bytes, 0xA5);
-  dequantize_scalar(call, expected.data(), 0, n);
-  for (const simd::Target& target : simd::available_targets()) {
-    const DequantizeKernel kernel = simd::dequantize_kernel_for_target(target.bit, call);
-    ASSERT_NE(kernel, nullptr) << "no vectorised kernel for e8m0 scales, " << target.name;
-    std::vector<uint8_t> got(call.y_bytes, 0xA5);
-    const std::vector<int64_t> bounds = task_bounds(n, rng);
-    for (size_t t = 0; t + 1 < bounds.size(); ++t) kernel(call, got.data(), bounds[t], bounds[t + 1]);
-    ++g_compared;
-    const int64_t at = first_difference(got, expected);
-    ASSERT_EQ(at, -1) << target.name << " x=" << data_type_name(x_type) << " scale=FLOAT8E8M0 y=" << data_type_name(y_type)
-                      << " shape=" << shape_to_string(shape) << " block=" << block << " zp=" << with_zp << " at byte " << at;
-  }
+  expect_targets_match_scalar(call, n, task_bounds(n, rng), describe_stream([&](std::ostream& o) { o << "x=" << data_type_name(x_type) << " scale=FLOAT8E8M0 y=" << data_type_name(y_type) << " shape=" << shape_to_string(shape) << " block=" << block << " zp=" << with_zp; }));
 }
 
 /// The 256 codes, in an order that puts the special ones (0x00, 0xFE, 0xFF) next to ordinary ones.
