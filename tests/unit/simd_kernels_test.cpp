@@ -403,6 +403,34 @@ TEST(SimdKernelsTest, SixteenBitRoundingExhaustiveHighBits) {
   (void)rng;
 }
 
+/// float16/bfloat16 outputs of DequantizeLinear (F16C and the bfloat16 bit form in the vectorised
+/// kernels) round like the scalar encoder: every int16 code times scales whose products cross
+/// every rounding boundary, the float16 subnormal range, overflow to ±inf and exact ties.
+TEST(SimdKernelsTest, DequantizeSixteenBitOutputsEveryInt16Code) {
+  const int64_t n = 1 << 16;
+  std::vector<uint8_t> codes(static_cast<size_t>(2 * n));
+  for (int64_t i = 0; i < n; ++i) {
+    codes[static_cast<size_t>(2 * i)] = static_cast<uint8_t>(i & 0xFF);
+    codes[static_cast<size_t>(2 * i + 1)] = static_cast<uint8_t>(i >> 8);
+  }
+  const Tensor x{T::kInt16, {n}, codes};
+  // 2^-13: products k·2^-13 are float16 values or exact float16/bfloat16 ties for every k; 0x1p-24
+  // and 0x1.8p-25: the float16 subnormals and their ties; 2.0: float16 overflow; 1e35 and 3e38:
+  // bfloat16 overflow; the rest: products with random low bits.
+  for (float scale_value : {0x1p-13f, 1.0f / 3.0f, 0.1f, 0x1p-24f, 0x1.8p-25f, 2.0f, 1e35f, 3e38f, 1.0009765625f, -7.77e-3f}) {
+    for (T y : {T::kFloat16, T::kBFloat16}) {
+      const Tensor s{T::kFloat, {}, make_float_tensor(T::kFloat, {scale_value})};
+      DequantizeLinearAttributes attributes;
+      attributes.opset = 25;
+      attributes.output_dtype = static_cast<int64_t>(y);
+      const TensorView xv = x.view();
+      const TensorView sv = s.view();
+      const DequantizeCall call = plan_dequantize(attributes, xv, sv, nullptr);
+      expect_targets_match_scalar(call, n, {0, n}, describe_stream([&](std::ostream& o) { o << "y=" << data_type_name(y) << " scale " << scale_value; }));
+    }
+  }
+}
+
 /// Runs the scalar kernel and every target's kernel on a call with the given scales (one per
 /// element of scale_shape) and x values; expects equal bytes.
 void check_quantize_with(T x_type, T scale_type, T y_type, const Shape& shape, const Shape& scale_shape, int64_t axis,

@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #include "hwy/highway.h"
 #include "types/float_formats.hpp"
@@ -146,12 +147,6 @@ HWY_INLINE VF DecodeF(VU code) {
   return hn::BitCast(df, hn::Or(out, sign));
 }
 
-/// v rounded to the nearest value of format F (RNE, F = float16 or bfloat16): round_to<F>(v).
-template <class F>
-HWY_INLINE VF RoundToF(VF v) {
-  return DecodeF<F>(EncodeF<F>(v, false));
-}
-
 // ---------------------------------------------------------------------------------------------
 // Loads. `n` is the number of valid lanes (1..Lanes); partial vectors are zero-padded through a
 // stack buffer so that nothing is read past the caller's data.
@@ -175,6 +170,100 @@ HWY_INLINE void StorePartial(D d, hn::Vec<D> v, T* p, size_t n) {
   std::memcpy(p, buffer, n * sizeof(T));
 }
 
+// ---------------------------------------------------------------------------------------------
+// float16 and bfloat16, the formats on the hot paths of 16-bit inputs and outputs. They get shorter
+// exact forms than the general MiniFloat code above: F16C instructions where the target has them
+// (Highway's AVX2 and AVX3 targets require F16C), and bit arithmetic for bfloat16, which shares
+// float32's exponent. Both give exactly DecodeF/EncodeF<F>(v, false) on every input they receive:
+// - VCVTPH2PS is exact and, like decode<Float16Format>, makes a NaN quiet and keeps its payload;
+// - VCVTPS2PH (immediate 0: round to nearest even, not MXCSR's mode) rounds like encode<Float16Format>
+//   and keeps a NaN's top payload bits; it also sets the quiet bit, which encode does not do for a
+//   signalling NaN. Encoders here only ever see the results of arithmetic (quotients and products),
+//   which are never signalling NaNs, and for a quiet NaN the two agree. The unit tests compare
+//   every float16/bfloat16 code and every float32 high-bit pattern with the scalar encoder.
+#undef QDQ_SIMD_F16C
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2
+#define QDQ_SIMD_F16C 1
+#else
+#define QDQ_SIMD_F16C 0
+#endif
+
+/// Lanes [0, n) of float16 (F = Float16Format) or bfloat16 codes at p as exact float32, NaNs quiet.
+template <class F>
+HWY_INLINE VF LoadHalf(const uint16_t* p, size_t n) {
+  const DF df;
+  if constexpr (std::is_same_v<F, BFloat16Format>) {
+    const DU du;
+    const DI di;
+    const hn::Rebind<uint16_t, DF> d16;
+    const VU bits = hn::ShiftLeft<16>(hn::PromoteTo(du, LoadPartial(d16, p, n)));
+    const auto nan = hn::RebindMask(du, hn::Gt(hn::BitCast(di, hn::And(bits, hn::Set(du, 0x7FFFFFFFu))), hn::Set(di, 0x7F800000)));
+    return hn::BitCast(df, hn::Or(bits, hn::IfThenElseZero(nan, hn::Set(du, 0x00400000u))));
+  } else {
+#if QDQ_SIMD_F16C
+    const hn::Rebind<hwy::float16_t, DF> dh;
+    return hn::PromoteTo(df, LoadPartial(dh, reinterpret_cast<const hwy::float16_t*>(p), n));
+#else
+    const hn::Rebind<uint16_t, DF> d16;
+    return DecodeF<F>(hn::PromoteTo(DU(), LoadPartial(d16, p, n)));
+#endif
+  }
+}
+
+/// The float16/bfloat16 codes of v (round to nearest even, overflow to ±inf), in the low 16 bits of
+/// u32 lanes: EncodeF<F>(v, false) for every v that is not a signalling NaN.
+template <class F>
+HWY_INLINE VU EncodeHalf(VF v) {
+  const DU du;
+  if constexpr (std::is_same_v<F, BFloat16Format>) {
+    const DI di;
+    const VU bits = hn::BitCast(du, v);
+    // Round to nearest even at bit 16; a carry moves into the exponent (up to +inf, never the sign).
+    const VU odd = hn::And(hn::ShiftRight<16>(bits), hn::Set(du, 1u));
+    const VU rounded = hn::ShiftRight<16>(hn::Add(bits, hn::Add(hn::Set(du, 0x7FFFu), odd)));
+    const auto nan = hn::RebindMask(du, hn::Gt(hn::BitCast(di, hn::And(bits, hn::Set(du, 0x7FFFFFFFu))), hn::Set(di, 0x7F800000)));
+    return hn::IfThenElse(nan, hn::Or(hn::ShiftRight<16>(bits), hn::Set(du, 0x40u)), rounded);
+  } else {
+#if QDQ_SIMD_F16C
+    const hn::Rebind<hwy::float16_t, DF> dh;
+    const hn::Rebind<uint16_t, DF> d16;
+    return hn::PromoteTo(du, hn::BitCast(d16, hn::DemoteTo(dh, v)));
+#else
+    return EncodeF<F>(v, false);
+#endif
+  }
+}
+
+/// Stores lanes [0, n) of v as float16/bfloat16 codes (EncodeHalf) at p.
+template <class F>
+HWY_INLINE void StoreHalf(VF v, uint16_t* p, size_t n) {
+#if QDQ_SIMD_F16C
+  if constexpr (std::is_same_v<F, Float16Format>) {
+    const hn::Rebind<hwy::float16_t, DF> dh;
+    StorePartial(dh, hn::DemoteTo(dh, v), reinterpret_cast<hwy::float16_t*>(p), n);
+    return;
+  }
+#endif
+  const hn::Rebind<uint16_t, DF> d16;
+  StorePartial(d16, hn::DemoteTo(d16, hn::BitCast(DI(), EncodeHalf<F>(v))), p, n);
+}
+
+/// v rounded to the nearest value of format F (RNE, F = float16 or bfloat16): round_to<F>(v).
+template <class F>
+HWY_INLINE VF RoundToF(VF v) {
+#if QDQ_SIMD_F16C
+  if constexpr (std::is_same_v<F, Float16Format>) {
+    const hn::Rebind<hwy::float16_t, DF> dh;
+    return hn::PromoteTo(DF(), hn::DemoteTo(dh, v));
+  }
+#endif
+  if constexpr (std::is_same_v<F, BFloat16Format>) {
+    // The quiet-NaN code keeps the NaN quiet: decoding it is the plain shift.
+    return hn::BitCast(DF(), hn::ShiftLeft<16>(EncodeHalf<F>(v)));
+  }
+  return DecodeF<F>(EncodeF<F>(v, false));
+}
+
 /// Lanes [0, n) of a float32/float16/bfloat16 array as exact float32.
 template <DataType X>
 HWY_INLINE VF LoadFloat(const void* base, int64_t index, size_t n) {
@@ -182,10 +271,9 @@ HWY_INLINE VF LoadFloat(const void* base, int64_t index, size_t n) {
   if constexpr (X == DataType::kFloat) {
     return LoadPartial(df, static_cast<const float*>(base) + index, n);
   } else {
-    const hn::Rebind<uint16_t, DF> d16;
-    const VU u = hn::PromoteTo(DU(), LoadPartial(d16, static_cast<const uint16_t*>(base) + index, n));
-    if constexpr (X == DataType::kFloat16) return DecodeF<Float16Format>(u);
-    return DecodeF<BFloat16Format>(u);
+    const uint16_t* p = static_cast<const uint16_t*>(base) + index;
+    if constexpr (X == DataType::kFloat16) return LoadHalf<Float16Format>(p, n);
+    return LoadHalf<BFloat16Format>(p, n);
   }
 }
 

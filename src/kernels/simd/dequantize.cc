@@ -52,9 +52,9 @@ template <T Y>
 HWY_INLINE void StoreY(VF v, void* y, int64_t index, size_t n) {
   const DF df;
   if constexpr (Y == T::kFloat16) {
-    StoreInt16<false>(hn::BitCast(DI(), EncodeF<Float16Format>(v, false)), y, index, n);
+    StoreHalf<Float16Format>(v, static_cast<uint16_t*>(y) + index, n);
   } else if constexpr (Y == T::kBFloat16) {
-    StoreInt16<false>(hn::BitCast(DI(), EncodeF<BFloat16Format>(v, false)), y, index, n);
+    StoreHalf<BFloat16Format>(v, static_cast<uint16_t*>(y) + index, n);
   } else {
     StorePartial(df, v, static_cast<float*>(y) + index, n);
   }
