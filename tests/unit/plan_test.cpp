@@ -2,6 +2,7 @@
 // definition (o, i, n) → o·outer_stride + (i / block)·axis_stride + n·inner_stride.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <vector>
 
 #include "plan.hpp"
@@ -16,6 +17,24 @@ std::vector<int64_t> walk(const Plan& plan, int64_t begin, int64_t end) {
     EXPECT_GT(s.count, 0);
     for (int64_t k = 0; k < s.count; ++k) index.push_back(s.param_index + k * s.param_step);
     e += s.count;
+  }
+  return index;
+}
+
+/// The same walk with a SegmentCursor, its segments also cut at every multiple of `chunk` past
+/// `begin` (as the kernels cut them at their chunk ends).
+std::vector<int64_t> walk_cursor(const Plan& plan, int64_t begin, int64_t end, int64_t chunk) {
+  std::vector<int64_t> index;
+  SegmentCursor cursor(plan, begin);
+  for (int64_t chunk_begin = begin; chunk_begin < end; chunk_begin += chunk) {
+    const int64_t chunk_end = std::min(end, chunk_begin + chunk);
+    for (int64_t e = chunk_begin; e < chunk_end;) {
+      const Segment s = cursor.next(e, chunk_end);
+      EXPECT_GT(s.count, 0);
+      EXPECT_EQ(s.count, segment_at(plan, e, chunk_end).count);
+      for (int64_t k = 0; k < s.count; ++k) index.push_back(s.param_index + k * s.param_step);
+      e += s.count;
+    }
   }
   return index;
 }
@@ -58,6 +77,13 @@ TEST(PlanTest, SegmentsMatchTheDefinitionForEveryGranularityAndSplit) {
           const std::vector<int64_t> rest = walk(call.plan, split, call.plan.elements);
           got.insert(got.end(), rest.begin(), rest.end());
           ASSERT_EQ(got, expected) << shape_to_string(shape) << " axis " << axis << " block " << block << " split " << split;
+          for (int64_t chunk : {1, 2, 3, 4, 7, 1024}) {
+            std::vector<int64_t> by_cursor = walk_cursor(call.plan, 0, split, chunk);
+            const std::vector<int64_t> cursor_rest = walk_cursor(call.plan, split, call.plan.elements, chunk);
+            by_cursor.insert(by_cursor.end(), cursor_rest.begin(), cursor_rest.end());
+            ASSERT_EQ(by_cursor, expected) << shape_to_string(shape) << " axis " << axis << " block " << block << " split " << split
+                                           << " chunk " << chunk;
+          }
         }
       }
     }

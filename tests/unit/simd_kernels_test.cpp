@@ -286,6 +286,9 @@ TEST(SimdKernelsTest, QuantizeEveryTypeCombinationAndGranularity) {
           check_quantize(x, s, y, {3, 43}, 1, 0, saturate, true, rng);     // per-axis, axis last (step 1)
           check_quantize(x, s, y, {4, 39}, 1, 3, saturate, true, rng);     // blocked, last axis, odd block
           check_quantize(x, s, y, {3, 64}, 1, 32, saturate, true, rng);    // blocked, last axis, 32
+          // Blocks that tile the rows (whole groups of four vectors on every target, or on some).
+          check_quantize(x, s, y, {4, 128}, 1, 64, saturate, true, rng);
+          check_quantize(x, s, y, {3, 192}, 1, 96, saturate, false, rng);
           check_quantize(x, s, y, {7, 21}, 0, 2, saturate, true, rng);     // blocked along axis 0 (step 1)
           check_quantize(x, s, y, {2, 5, 13}, 1, 3, saturate, false, rng);  // blocked, middle axis
         }
@@ -294,12 +297,20 @@ TEST(SimdKernelsTest, QuantizeEveryTypeCombinationAndGranularity) {
   }
 }
 
-TEST(SimdKernelsTest, QuantizeLargePerAxisAndBlocked) {
+TEST(SimdKernelsTest, LargePerAxisAndBlocked) {
   std::mt19937 rng(3);
   for (T y : {T::kUint8, T::kInt8, T::kInt4, T::kUint4, T::kFloat8E4M3FN, T::kInt2}) {
     check_quantize(T::kFloat, T::kFloat, y, {3, 1500}, 1, 0, true, true, rng);
     check_quantize(T::kFloat, T::kFloat, y, {2, 3001}, 1, 32, true, true, rng);
     check_quantize(T::kFloat, T::kFloat, y, {65, 77}, 0, 32, true, true, rng);
+    check_quantize(T::kFloat, T::kFloat, y, {40, 256}, 1, 64, true, true, rng);  // uniform blocks, tasks cut inside blocks
+  }
+  for (T x : {T::kUint8, T::kInt8, T::kInt4, T::kUint4, T::kFloat8E4M3FN, T::kInt2}) {
+    for (T y : {T::kFloat, T::kFloat16}) {
+      check_dequantize(x, T::kFloat, y, {40, 256}, 1, 64, !is_float8(x), rng);
+      check_dequantize(x, T::kFloat, y, {65, 77}, 0, 32, !is_float8(x), rng);
+      check_dequantize(x, T::kFloat, y, {3, 1500}, 1, 0, !is_float8(x), rng);
+    }
   }
 }
 
@@ -326,6 +337,8 @@ TEST(SimdKernelsTest, DequantizeEveryTypeCombinationAndGranularity) {
         check_dequantize(x, s, y, {3, 43}, 1, 0, zp, rng);
         check_dequantize(x, s, y, {4, 39}, 1, 3, zp, rng);
         check_dequantize(x, s, y, {3, 64}, 1, 32, zp, rng);
+        check_dequantize(x, s, y, {4, 128}, 1, 64, zp, rng);
+        check_dequantize(x, s, y, {3, 192}, 1, 96, false, rng);
         check_dequantize(x, s, y, {7, 21}, 0, 2, zp, rng);
         check_dequantize(x, s, y, {2, 5, 13}, 1, 3, zp, rng);
       }

@@ -10,12 +10,14 @@
 #define QDQ_SIMD_COMMON_INL_H_
 #endif
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
 
 #include "hwy/highway.h"
 #include "types/float_formats.hpp"
+#include "plan.hpp"
 #include "types/packing.hpp"
 
 HWY_BEFORE_NAMESPACE();
@@ -145,6 +147,21 @@ HWY_INLINE VF DecodeF(VU code) {
     out = hn::IfThenElse(nan, hn::Set(du, 0x7FC00000u), out);
   }
   return hn::BitCast(df, hn::Or(out, sign));
+}
+
+/// Each lane rounded to an int32 in the current rounding mode (nearest even unless the caller
+/// changed it, as for the division itself), for lanes known to lie within ±2^31: the bare
+/// conversion instruction, without the out-of-range fix-up of Highway's NearestInt.
+HWY_INLINE VI NearestIntInRange(VF v) {
+#if HWY_TARGET == HWY_AVX3
+  return VI{_mm512_cvtps_epi32(v.raw)};
+#elif HWY_TARGET == HWY_AVX2
+  return VI{_mm256_cvtps_epi32(v.raw)};
+#elif HWY_TARGET == HWY_SSE4
+  return VI{_mm_cvtps_epi32(v.raw)};
+#else
+  return hn::NearestInt(v);
+#endif
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -419,6 +436,115 @@ HWY_INLINE void UnpackWholeBytes(const uint8_t* packed, int bits, int64_t bytes,
   if (b < bytes) {
     const int per_byte = 8 / bits;
     unpack_codes(packed + b, bits, 0, (bytes - b) * per_byte, codes + b * per_byte);
+  }
+}
+
+/// Unpacks codes [first, first + count) of a packed 2/4-bit array into one code per byte: the
+/// whole bytes vectorised, a partial byte at either end through unpack_codes.
+HWY_INLINE void UnpackCodes(const uint8_t* packed, int bits, int64_t first, int64_t count, uint8_t* codes) {
+  const int per_byte = 8 / bits;
+  const int64_t lead = std::min<int64_t>(count, (per_byte - first % per_byte) % per_byte);
+  if (lead > 0) unpack_codes(packed, bits, first, lead, codes);
+  const int64_t bytes = (count - lead) / per_byte;
+  UnpackWholeBytes(packed + (first + lead) / per_byte, bits, bytes, codes + lead);
+  const int64_t done = lead + bytes * per_byte;
+  if (done < count) unpack_codes(packed, bits, first + done, count - done, codes + done);
+}
+
+/// body(k, n) for the vectors of [0, count): whole vectors first (n is then the constant lane
+/// count, so partial-vector branches fold away), then one partial vector if count is not a multiple.
+template <class Body>
+HWY_INLINE void ForEachVector(int64_t count, Body&& body) {
+  const int64_t lanes = static_cast<int64_t>(hn::Lanes(DF()));
+  int64_t k = 0;
+  for (; k + lanes <= count; k += lanes) body(k, static_cast<size_t>(lanes));
+  if (k < count) body(k, static_cast<size_t>(count - k));
+}
+
+/// Calls fn(std::integral_constant<DataType, S>{}) for the scale type S of a call (FLOAT, FLOAT16,
+/// BFLOAT16 or FLOAT8E8M0): loops over scales then branch on the type once, not per vector.
+template <class Fn>
+HWY_INLINE void WithScaleType(DataType type, Fn&& fn) {
+  switch (type) {
+    case DataType::kFloat16: fn(std::integral_constant<DataType, DataType::kFloat16>{}); break;
+    case DataType::kBFloat16: fn(std::integral_constant<DataType, DataType::kBFloat16>{}); break;
+    case DataType::kFloat8E8M0: fn(std::integral_constant<DataType, DataType::kFloat8E8M0>{}); break;
+    default: fn(std::integral_constant<DataType, DataType::kFloat>{}); break;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Expanded parameters. Chunks cut into many segments (blocks along the last axis, per-axis along
+// the last axis, blocked along other axes) first get one scale and one zero point per element,
+// then one flat loop runs over the chunk: a separate loop per 32-element block would leave the
+// divider and the pipelines idle between blocks.
+
+/// Per-element scales (divisors, for QuantizeLinear) and zero points of a chunk's elements, with a
+/// vector of room past kChunk so that fills may write whole vectors.
+struct ExpandedParams {
+  static constexpr int64_t kSize = kChunk + HWY_MAX_BYTES / 4;
+  HWY_ALIGN float scale[kSize];
+  HWY_ALIGN int32_t zero_point[kSize];      // integer types
+  HWY_ALIGN float float_zero_point[kSize];  // FLOAT4E2M1
+};
+
+/// Whether a plan is blocked along the last axis (inner == 1) with blocks that tile every row
+/// (D a multiple of B) and hold whole groups (B a multiple of `group`), its scales of shape
+/// [..., D / B]: then element e uses parameter e / B.
+inline bool UniformBlocks(const Plan& plan, int64_t group) {
+  return plan.granularity == Granularity::kBlocked && plan.inner == 1 && plan.axis_len % plan.block == 0 && plan.block % group == 0 &&
+         plan.param_axis_stride == 1 && plan.param_outer_stride == plan.axis_len / plan.block;
+}
+
+/// Fills `e` for elements [chunk, chunk_end), walking the segments with `cursor`: the scales and,
+/// as the type needs, integer or float zero points. load(first, count, scale, zero_point,
+/// float_zero_point) stores parameters [first, first + count) at those pointers, whole vectors.
+/// Step-1 segments load straight into place; runs of step-0 segments with consecutive parameters
+/// (blocks along the last axis, short per-axis runs) load theirs a vector at a time, then broadcast
+/// each over its segment.
+template <bool kIntegerZeroPoint, bool kFloatZeroPoint, class Load>
+HWY_INLINE void ExpandParams(SegmentCursor& cursor, int64_t chunk, int64_t chunk_end, ExpandedParams& e, Load&& load) {
+  const DF df;
+  const DI di;
+  const int64_t lanes = static_cast<int64_t>(hn::Lanes(df));
+  int32_t counts[kChunk];
+  int64_t params[kChunk];
+  bool stepped[kChunk];
+  int64_t segments = 0;
+  for (int64_t position = chunk; position < chunk_end; ++segments) {
+    const Segment s = cursor.next(position, chunk_end);
+    counts[segments] = static_cast<int32_t>(s.count);
+    params[segments] = s.param_index;
+    stepped[segments] = s.param_step != 0;
+    position += s.count;
+  }
+  HWY_ALIGN ExpandedParams run;
+  int64_t at = 0;
+  for (int64_t k = 0; k < segments;) {
+    if (stepped[k]) {
+      load(params[k], counts[k], e.scale + at, e.zero_point + at, e.float_zero_point + at);
+      at += counts[k];
+      ++k;
+      continue;
+    }
+    int64_t r = k + 1;
+    while (r < segments && !stepped[r] && params[r] == params[r - 1] + 1) ++r;
+    load(params[k], r - k, run.scale, run.zero_point, run.float_zero_point);
+    for (int64_t j = k; j < r; ++j) {
+      const VF scale = hn::Set(df, run.scale[j - k]);
+      VI zp = hn::Zero(di);
+      VF zpf = hn::Zero(df);
+      if constexpr (kIntegerZeroPoint) zp = hn::Set(di, run.zero_point[j - k]);
+      if constexpr (kFloatZeroPoint) zpf = hn::Set(df, run.float_zero_point[j - k]);
+      // Whole vectors, the last one possibly past the segment (the next segment overwrites it).
+      for (int64_t q = 0; q < counts[j]; q += lanes) {
+        hn::StoreU(scale, df, e.scale + at + q);
+        if constexpr (kIntegerZeroPoint) hn::StoreU(zp, di, e.zero_point + at + q);
+        if constexpr (kFloatZeroPoint) hn::StoreU(zpf, df, e.float_zero_point + at + q);
+      }
+      at += counts[j];
+    }
+    k = r;
   }
 }
 

@@ -29,14 +29,11 @@ constexpr int InBits(T x) { return quantized_bits(x); }
 constexpr bool IsIntegerIn(T x) { return is_quantized_integer(x); }
 constexpr bool IsSignedIn(T x) { return is_signed_quantized_integer(x); }
 
-/// Scales [index, index + n) as float32 (exact for every scale type covered).
-HWY_INLINE VF LoadScale(const DequantizeCall& c, int64_t index, size_t n) {
-  switch (c.scale_type) {
-    case T::kFloat16: return LoadFloat<T::kFloat16>(c.scale, index, n);
-    case T::kBFloat16: return LoadFloat<T::kBFloat16>(c.scale, index, n);
-    case T::kFloat8E8M0: return LoadE8M0(c.scale, index, n);
-    default: return LoadFloat<T::kFloat>(c.scale, index, n);
-  }
+/// Scales [index, index + n) of type S as float32 (exact for every scale type covered).
+template <T S>
+HWY_INLINE VF LoadScale(const void* scale, int64_t index, size_t n) {
+  if constexpr (S == T::kFloat8E8M0) return LoadE8M0(scale, index, n);
+  return LoadFloat<S>(scale, index, n);
 }
 
 template <T X>
@@ -60,90 +57,137 @@ HWY_INLINE void StoreY(VF v, void* y, int64_t index, size_t n) {
   }
 }
 
-/// Elements [first, first + count) of one segment; x element first + i is read from src at
-/// src_index + i (src is x itself, or a buffer of unpacked codes for 2/4-bit x).
+/// Elements [first, first + count) with one scale and zero point; x element first + i is read
+/// from src at src_index + i (src is x itself, or a buffer of unpacked codes for 2/4-bit x).
 template <T X, T Y>
-HWY_INLINE void DequantizeSegment(const DequantizeCall& c, const void* src, int64_t src_index, int64_t first, int64_t count,
-                                  int64_t param, int step, void* y) {
+HWY_INLINE void DequantizeRunWith(const DequantizeCall& c, const void* src, int64_t src_index, int64_t first, int64_t count, VF scale,
+                                  VI zp, VF zpf, void* y) {
   const DF df;
-  const DI di;
-  const size_t lanes = hn::Lanes(df);
+  const int64_t lanes = static_cast<int64_t>(hn::Lanes(df));
   constexpr int kBits = InBits(X);
   const bool has_zp = c.zero_point != nullptr;
-  const VF scale0 = hn::Set(df, static_cast<float>(load_real(c.scale, c.scale_type, param)));
-  VI zp0 = hn::Zero(di);
-  VF zpf0 = hn::Zero(df);
-  if (has_zp && step == 0) {
-    if constexpr (IsIntegerIn(X)) zp0 = hn::Set(di, static_cast<int32_t>(load_integer(c.zero_point, c.zero_point_type, param)));
-    if constexpr (X == T::kFloat4E2M1) zpf0 = hn::Set(df, static_cast<float>(load_real(c.zero_point, T::kFloat4E2M1, param)));
-  }
-  int64_t i = 0;
-  if (step == 0) {
-    // One scale and zero point for the whole run: four whole vectors per iteration, no partial
-    // vectors and no per-iteration branches.
-    const int64_t L = static_cast<int64_t>(lanes);
-    const auto value = [&](int64_t k) -> VF {
-      if constexpr (IsIntegerIn(X)) {
-        return hn::ConvertTo(df, hn::Sub(LoadInt<kBits, IsSignedIn(X)>(src, src_index + k, lanes), zp0));
-      } else {
-        const VF d = DecodeX<X>(LoadCodes(static_cast<const uint8_t*>(src) + src_index + k, lanes));
-        if constexpr (X == T::kFloat4E2M1) return has_zp ? hn::Sub(d, zpf0) : d;
-        return d;
-      }
-    };
-    for (; i + 4 * L <= count; i += 4 * L) {
-      const VF d0 = value(i);
-      const VF d1 = value(i + L);
-      const VF d2 = value(i + 2 * L);
-      const VF d3 = value(i + 3 * L);
-      StoreY<Y>(hn::Mul(d0, scale0), y, first + i, lanes);
-      StoreY<Y>(hn::Mul(d1, scale0), y, first + i + L, lanes);
-      StoreY<Y>(hn::Mul(d2, scale0), y, first + i + 2 * L, lanes);
-      StoreY<Y>(hn::Mul(d3, scale0), y, first + i + 3 * L, lanes);
-    }
-  }
-  for (; i < count; i += static_cast<int64_t>(lanes)) {
-    const size_t n = static_cast<size_t>(std::min<int64_t>(static_cast<int64_t>(lanes), count - i));
-    VF d;
+  const auto value = [&](int64_t k, size_t n) -> VF {
     if constexpr (IsIntegerIn(X)) {
-      VI v = LoadInt<kBits, IsSignedIn(X)>(src, src_index + i, n);
-      if (has_zp) {
-        VI zp = zp0;
-        if (step != 0) {
-          if constexpr (kBits >= 8) {
-            zp = LoadInt<kBits, IsSignedIn(X)>(c.zero_point, param + i, n);
-          } else {
-            uint8_t codes[HWY_MAX_BYTES / 4] = {};
-            unpack_codes(static_cast<const uint8_t*>(c.zero_point), kBits, param + i, static_cast<int64_t>(n), codes);
-            zp = LoadInt<kBits, IsSignedIn(X)>(codes, 0, n);
-          }
-        }
-        v = hn::Sub(v, zp);
-      }
-      d = hn::ConvertTo(df, v);
+      return hn::ConvertTo(df, hn::Sub(LoadInt<kBits, IsSignedIn(X)>(src, src_index + k, n), zp));
     } else {
-      d = DecodeX<X>(LoadCodes(static_cast<const uint8_t*>(src) + src_index + i, n));
-      if constexpr (X == T::kFloat4E2M1) {
-        if (has_zp) {
-          VF zpf = zpf0;
-          if (step != 0) {
-            uint8_t codes[HWY_MAX_BYTES / 4] = {};
-            unpack_codes(static_cast<const uint8_t*>(c.zero_point), 4, param + i, static_cast<int64_t>(n), codes);
-            zpf = DecodeF<Float4E2M1Format>(LoadCodes(codes, n));
-          }
-          d = hn::Sub(d, zpf);
-        }
-      }
+      const VF d = DecodeX<X>(LoadCodes(static_cast<const uint8_t*>(src) + src_index + k, n));
+      if constexpr (X == T::kFloat4E2M1) return has_zp ? hn::Sub(d, zpf) : d;
+      return d;
     }
-    const VF scale = step == 0 ? scale0 : LoadScale(c, param + i, n);
-    StoreY<Y>(hn::Mul(d, scale), y, first + i, n);
+  };
+  // Four whole vectors per iteration, no partial vectors and no per-iteration branches.
+  const size_t full = static_cast<size_t>(lanes);
+  int64_t i = 0;
+  for (; i + 4 * lanes <= count; i += 4 * lanes) {
+    const VF d0 = value(i, full);
+    const VF d1 = value(i + lanes, full);
+    const VF d2 = value(i + 2 * lanes, full);
+    const VF d3 = value(i + 3 * lanes, full);
+    StoreY<Y>(hn::Mul(d0, scale), y, first + i, full);
+    StoreY<Y>(hn::Mul(d1, scale), y, first + i + lanes, full);
+    StoreY<Y>(hn::Mul(d2, scale), y, first + i + 2 * lanes, full);
+    StoreY<Y>(hn::Mul(d3, scale), y, first + i + 3 * lanes, full);
+  }
+  for (; i < count; i += lanes) {
+    const size_t n = static_cast<size_t>(std::min(lanes, count - i));
+    StoreY<Y>(hn::Mul(value(i, n), scale), y, first + i, n);
   }
 }
 
+/// DequantizeRunWith for a run whose scale and zero point are parameter `param`.
 template <T X, T Y>
-void DequantizeKernelT(const DequantizeCall& c, void* y, int64_t begin, int64_t end) {
+HWY_INLINE void DequantizeRun(const DequantizeCall& c, const void* src, int64_t src_index, int64_t first, int64_t count,
+                              int64_t param, void* y) {
+  const DF df;
+  const DI di;
+  const bool has_zp = c.zero_point != nullptr;
+  VI zp = hn::Zero(di);
+  VF zpf = hn::Zero(df);
+  if (has_zp) {
+    if constexpr (IsIntegerIn(X)) zp = hn::Set(di, static_cast<int32_t>(load_integer(c.zero_point, c.zero_point_type, param)));
+    if constexpr (X == T::kFloat4E2M1) zpf = hn::Set(df, static_cast<float>(load_real(c.zero_point, T::kFloat4E2M1, param)));
+  }
+  DequantizeRunWith<X, Y>(c, src, src_index, first, count, hn::Set(df, static_cast<float>(load_real(c.scale, c.scale_type, param))), zp,
+                          zpf, y);
+}
+
+/// The scales and zero points of parameters [first, first + count), a vector at a time (whole
+/// vectors: the arrays have a vector of room past the count).
+template <T X>
+HWY_INLINE void LoadDequantizeParams(const DequantizeCall& c, int64_t first, int64_t count, float* scale, int32_t* zero_point,
+                                     float* float_zero_point) {
+  const DF df;
+  const DI di;
+  constexpr int kBits = InBits(X);
+  const bool has_zp = c.zero_point != nullptr;
+  HWY_ALIGN uint8_t zp_codes[kBits < 8 ? ExpandedParams::kSize : 1];
+  if (kBits < 8 && has_zp) UnpackCodes(static_cast<const uint8_t*>(c.zero_point), kBits, first, count, zp_codes);
+  WithScaleType(c.scale_type, [&](auto scale_type) {
+    ForEachVector(count, [&](int64_t k, size_t n) { hn::StoreU(LoadScale<decltype(scale_type)::value>(c.scale, first + k, n), df, scale + k); });
+  });
+  if constexpr (IsIntegerIn(X)) {
+    if (!has_zp) {
+      ForEachVector(count, [&](int64_t k, size_t) { hn::StoreU(hn::Zero(di), di, zero_point + k); });
+    } else if constexpr (kBits < 8) {
+      ForEachVector(count, [&](int64_t k, size_t n) { hn::StoreU(LoadInt<kBits, IsSignedIn(X)>(zp_codes, k, n), di, zero_point + k); });
+    } else {
+      ForEachVector(count, [&](int64_t k, size_t n) { hn::StoreU(LoadInt<kBits, IsSignedIn(X)>(c.zero_point, first + k, n), di, zero_point + k); });
+    }
+  }
+  if constexpr (X == T::kFloat4E2M1) {
+    ForEachVector(count, [&](int64_t k, size_t n) {
+      hn::StoreU(has_zp ? DecodeF<Float4E2M1Format>(LoadCodes(zp_codes + k, n)) : hn::Zero(df), df, float_zero_point + k);
+    });
+  }
+}
+
+/// Dequantizes elements [first, first + count) with expanded parameters (index 0 = element first);
+/// x element first + i is read from src at src_index + i.
+template <T X, T Y>
+HWY_INLINE void DequantizeExpanded(const DequantizeCall& c, const void* src, int64_t src_index, int64_t first, int64_t count,
+                                   const ExpandedParams& e, void* y) {
+  const DF df;
+  const DI di;
+  constexpr int kBits = InBits(X);
+  const int64_t lanes = static_cast<int64_t>(hn::Lanes(df));
+  const bool has_zp = c.zero_point != nullptr;
+  const auto value = [&](int64_t k, size_t n) -> VF {
+    if constexpr (IsIntegerIn(X)) {
+      return hn::ConvertTo(df, hn::Sub(LoadInt<kBits, IsSignedIn(X)>(src, src_index + k, n), hn::Load(di, e.zero_point + k)));
+    } else {
+      const VF d = DecodeX<X>(LoadCodes(static_cast<const uint8_t*>(src) + src_index + k, n));
+      if constexpr (X == T::kFloat4E2M1) return has_zp ? hn::Sub(d, hn::Load(df, e.float_zero_point + k)) : d;
+      return d;
+    }
+  };
+  const size_t full = static_cast<size_t>(lanes);
+  int64_t i = 0;
+  for (; i + 4 * lanes <= count; i += 4 * lanes) {
+    const VF d0 = value(i, full);
+    const VF d1 = value(i + lanes, full);
+    const VF d2 = value(i + 2 * lanes, full);
+    const VF d3 = value(i + 3 * lanes, full);
+    StoreY<Y>(hn::Mul(d0, hn::Load(df, e.scale + i)), y, first + i, full);
+    StoreY<Y>(hn::Mul(d1, hn::Load(df, e.scale + i + lanes)), y, first + i + lanes, full);
+    StoreY<Y>(hn::Mul(d2, hn::Load(df, e.scale + i + 2 * lanes)), y, first + i + 2 * lanes, full);
+    StoreY<Y>(hn::Mul(d3, hn::Load(df, e.scale + i + 3 * lanes)), y, first + i + 3 * lanes, full);
+  }
+  for (; i < count; i += lanes) {
+    const size_t n = static_cast<size_t>(std::min(lanes, count - i));
+    StoreY<Y>(hn::Mul(value(i, n), hn::Load(df, e.scale + i)), y, first + i, n);
+  }
+}
+
+/// Elements [begin, end) (begin a multiple of 4) of any plan, chunk by chunk.
+template <T X, T Y>
+HWY_INLINE void DequantizeGeneral(const DequantizeCall& c, void* y, int64_t begin, int64_t end) {
   constexpr int kBits = InBits(X);
   HWY_ALIGN uint8_t codes[kBits < 8 ? kChunk : 1];
+  SegmentCursor cursor(c.plan, begin);
+  // Per-axis runs along a long inner dimension keep their scale in a register; everything else that
+  // is not per-tensor goes through expanded parameters.
+  const bool expand = c.plan.granularity == Granularity::kBlocked || (c.plan.granularity == Granularity::kPerAxis && c.plan.inner < 256);
+  HWY_ALIGN ExpandedParams storage;  // 12 KiB of stack
   for (int64_t chunk = begin; chunk < end; chunk += kChunk) {
     const int64_t chunk_end = std::min(end, chunk + kChunk);
     if constexpr (kBits < 8) {
@@ -157,16 +201,81 @@ void DequantizeKernelT(const DequantizeCall& c, void* y, int64_t begin, int64_t 
         unpack_codes(packed, kBits, chunk + whole * per_byte, count - whole * per_byte, codes + whole * per_byte);
       }
     }
-    for (int64_t position = chunk; position < chunk_end;) {
-      const Segment s = segment_at(c.plan, position, chunk_end);
+    if (expand) {
+      ExpandParams<IsIntegerIn(X), X == T::kFloat4E2M1>(cursor, chunk, chunk_end, storage,
+                                                         [&](int64_t first, int64_t count, float* scale, int32_t* zp, float* zpf) {
+                                                           LoadDequantizeParams<X>(c, first, count, scale, zp, zpf);
+                                                         });
       if constexpr (kBits < 8) {
-        DequantizeSegment<X, Y>(c, codes, position - chunk, position, s.count, s.param_index, s.param_step, y);
+        DequantizeExpanded<X, Y>(c, codes, 0, chunk, chunk_end - chunk, storage, y);
       } else {
-        DequantizeSegment<X, Y>(c, c.x, position, position, s.count, s.param_index, s.param_step, y);
+        DequantizeExpanded<X, Y>(c, c.x, chunk, chunk, chunk_end - chunk, storage, y);
+      }
+      continue;
+    }
+    for (int64_t position = chunk; position < chunk_end;) {
+      const Segment s = cursor.next(position, chunk_end);
+      if constexpr (kBits < 8) {
+        DequantizeRun<X, Y>(c, codes, position - chunk, position, s.count, s.param_index, y);
+      } else {
+        DequantizeRun<X, Y>(c, c.x, position, position, s.count, s.param_index, y);
       }
       position += s.count;
     }
   }
+}
+
+/// Elements [begin, end) of a UniformBlocks plan, begin and end multiples of the block size: block
+/// k uses parameter k. Pieces of whole blocks (or of one block, for blocks longer than a chunk)
+/// load their parameters a vector at a time, then each block runs with its scale in a register.
+template <T X, T Y>
+HWY_INLINE void DequantizeUniformBlocks(const DequantizeCall& c, void* y, int64_t begin, int64_t end) {
+  constexpr int kBits = InBits(X);
+  const DF df;
+  const DI di;
+  const int64_t block = c.plan.block;
+  const int64_t span = block <= kChunk ? kChunk / block * block : kChunk;
+  HWY_ALIGN uint8_t codes[kBits < 8 ? kChunk : 1];
+  HWY_ALIGN ExpandedParams params;
+  for (int64_t piece = begin; piece < end; piece += span) {
+    const int64_t piece_end = std::min(end, piece + span);
+    const int64_t first_block = piece / block;
+    const int64_t blocks = (piece_end - 1) / block - first_block + 1;
+    LoadDequantizeParams<X>(c, first_block, blocks, params.scale, params.zero_point, params.float_zero_point);
+    const void* src = c.x;
+    int64_t src_base = 0;  // x element e is src[e - src_base]
+    if constexpr (kBits < 8) {
+      // Pieces start and end on multiples of 4 elements: whole bytes.
+      const int per_byte = 8 / kBits;
+      UnpackWholeBytes(static_cast<const uint8_t*>(c.x) + piece / per_byte, kBits, (piece_end - piece) / per_byte, codes);
+      src = codes;
+      src_base = piece;
+    }
+    for (int64_t k = 0; k < blocks; ++k) {
+      const int64_t from = std::max(piece, (first_block + k) * block);
+      const int64_t to = std::min(piece_end, (first_block + k + 1) * block);
+      VI zp = hn::Zero(di);
+      VF zpf = hn::Zero(df);
+      if constexpr (IsIntegerIn(X)) zp = hn::Set(di, params.zero_point[k]);
+      if constexpr (X == T::kFloat4E2M1) zpf = hn::Set(df, params.float_zero_point[k]);
+      DequantizeRunWith<X, Y>(c, src, from - src_base, from, to - from, hn::Set(df, params.scale[k]), zp, zpf, y);
+    }
+  }
+}
+
+template <T X, T Y>
+void DequantizeKernelT(const DequantizeCall& c, void* y, int64_t begin, int64_t end) {
+  if (UniformBlocks(c.plan, 4 * static_cast<int64_t>(hn::Lanes(DF())))) {
+    // Whole blocks in the middle; a partial block at either end of the task goes the general way.
+    const int64_t block = c.plan.block;
+    const int64_t lo = std::min(end, (begin + block - 1) / block * block);
+    const int64_t hi = std::max(lo, end / block * block);
+    DequantizeGeneral<X, Y>(c, y, begin, lo);
+    DequantizeUniformBlocks<X, Y>(c, y, lo, hi);
+    DequantizeGeneral<X, Y>(c, y, hi, end);
+    return;
+  }
+  DequantizeGeneral<X, Y>(c, y, begin, end);
 }
 
 template <T X>

@@ -52,49 +52,41 @@ HWY_INLINE VF RoundToP(VF v) {
   return v;
 }
 
-/// Scales [index, index + n) rounded to P.
-template <T P>
-HWY_INLINE VF LoadScale(const QuantizeCall& c, int64_t index, size_t n) {
-  switch (c.scale_type) {
-    case T::kFloat16:
-      return P == T::kFloat16 ? LoadFloat<T::kFloat16>(c.scale, index, n) : RoundToP<P>(LoadFloat<T::kFloat16>(c.scale, index, n));
-    case T::kBFloat16:
-      return P == T::kBFloat16 ? LoadFloat<T::kBFloat16>(c.scale, index, n) : RoundToP<P>(LoadFloat<T::kBFloat16>(c.scale, index, n));
-    case T::kFloat8E8M0:
-      return RoundToP<P>(LoadE8M0(c.scale, index, n));
-    default:
-      return RoundToP<P>(LoadFloat<T::kFloat>(c.scale, index, n));
-  }
+/// Scales [index, index + n) of type S rounded to P.
+template <T S, T P>
+HWY_INLINE VF LoadScale(const void* scale, int64_t index, size_t n) {
+  if constexpr (S == T::kFloat8E8M0) return RoundToP<P>(LoadE8M0(scale, index, n));
+  if constexpr (S == P) return LoadFloat<S>(scale, index, n);
+  return RoundToP<P>(LoadFloat<S>(scale, index, n));
 }
 
-/// Integer zero points [index, index + n) of an integer output type Y as int32.
-template <T Y>
-HWY_INLINE VI LoadZeroPoint(const QuantizeCall& c, int64_t index, size_t n) {
-  constexpr int kBits = OutBits(Y);
-  if constexpr (kBits >= 8) {
-    return LoadInt<kBits, IsSignedOut(Y)>(c.zero_point, index, n);
-  } else {
-    uint8_t codes[HWY_MAX_BYTES / 4] = {};
-    unpack_codes(static_cast<const uint8_t*>(c.zero_point), kBits, index, static_cast<int64_t>(n), codes);
-    return LoadInt<kBits, IsSignedOut(Y)>(codes, 0, n);
-  }
+// Clamping quotients to ±2^24 keeps the int32 conversion in range and changes no result: every zero
+// point is below 2^16 in magnitude, so such quotients saturate either way.
+constexpr float kCodeClamp = 16777216.0f;
+
+/// The int32 code of an integer output before saturation to the output's range: NearestInt of the
+/// quotient clamped to ±2^24, plus the zero point. A NaN quotient becomes −2^24 + zero point, which
+/// saturates to the output's minimum — the NaN rule. (On x86, max_ps returns its second operand when
+/// the first is NaN; elsewhere the NaN lanes are selected explicitly.)
+HWY_INLINE VI UnsaturatedCodes(VF q, VI zp) {
+  const DF df;
+  VF clamped = hn::Min(hn::Max(q, hn::Set(df, -kCodeClamp)), hn::Set(df, kCodeClamp));
+#if !HWY_ARCH_X86
+  clamped = hn::IfThenElse(hn::IsNaN(q), hn::Set(df, -kCodeClamp), clamped);
+#endif
+  return hn::Add(NearestIntInRange(clamped), zp);
 }
 
 /// The output rule of an integer type: round half to even, add the zero point, saturate; NaN → min.
+/// 16-bit outputs saturate in their store (DemoteTo or the pack instructions); 8-bit and narrower
+/// ones are clamped here (Highway 1.0.3's int32 → uint8 DemoteTo on x86 goes through an unsigned
+/// 16-bit pack and maps 32768..65535 to 0).
 template <T Y>
 HWY_INLINE VI IntegerCodes(VF q, VI zero_point) {
-  const DF df;
   const DI di;
-  // Clamping to ±2^24 first keeps the conversion in range and changes no result: every zero point
-  // is below 2^16 in magnitude, so such quotients saturate either way.
-  const VF clamped = hn::Min(hn::Max(q, hn::Set(df, -16777216.0f)), hn::Set(df, 16777216.0f));
-  VI v = hn::Add(hn::NearestInt(clamped), zero_point);
-  // 16-bit outputs saturate in DemoteTo; 8-bit ones are clamped here because Highway 1.0.3's
-  // int32 → uint8 DemoteTo on x86 goes through an unsigned 16-bit pack and maps 32768..65535 to 0.
-  if constexpr (OutBits(Y) <= 8) {
-    v = hn::Min(hn::Max(v, hn::Set(di, OutMin(Y))), hn::Set(di, OutMax(Y)));
-  }
-  return hn::IfThenElse(hn::RebindMask(di, hn::IsNaN(q)), hn::Set(di, OutMin(Y)), v);
+  VI v = UnsaturatedCodes(q, zero_point);
+  if constexpr (OutBits(Y) <= 8) v = hn::Min(hn::Max(v, hn::Set(di, OutMin(Y))), hn::Set(di, OutMax(Y)));
+  return v;
 }
 
 template <T Y>
@@ -143,21 +135,6 @@ HWY_INLINE bool ExactReciprocal(float s, float* reciprocal) {
   const uint32_t inverse = (bits & 0x80000000u) | ((254u - exponent) << 23);     // ±2^-e
   std::memcpy(reciprocal, &inverse, 4);
   return true;
-}
-
-constexpr float kCodeClamp = 16777216.0f;  // 2^24, see IntegerCodes
-
-/// The int32 code of an integer output before saturation to the output's range: NearestInt of the
-/// quotient clamped to ±2^24, plus the zero point. A NaN quotient becomes −2^24 + zero point, which
-/// saturates to the output's minimum — the NaN rule. (On x86, max_ps returns its second operand when
-/// the first is NaN; elsewhere the NaN lanes are selected explicitly.)
-HWY_INLINE VI UnsaturatedCodes(VF q, VI zp) {
-  const DF df;
-  VF clamped = hn::Min(hn::Max(q, hn::Set(df, -kCodeClamp)), hn::Set(df, kCodeClamp));
-#if !HWY_ARCH_X86
-  clamped = hn::IfThenElse(hn::IsNaN(q), hn::Set(df, -kCodeClamp), clamped);
-#endif
-  return hn::Add(hn::NearestInt(clamped), zp);
 }
 
 /// Stores 4·Lanes int32 values as bytes, saturated to int8 (Signed) or uint8.
@@ -238,40 +215,71 @@ HWY_INLINE VF QuotientAt(const void* x, int64_t index, VF divisor) {
   return RoundToP<P>(kReciprocal ? hn::Mul(v, divisor) : hn::Div(v, divisor));
 }
 
+/// Whether QuantizeGroup writes y's final layout for output type Y: 8/16-bit types and packed 4-bit
+/// integers; 2-bit integers and FLOAT4E2M1 go through a code buffer instead.
+constexpr bool HasGroupStore(T y) { return OutBits(y) >= 8 || (OutBits(y) == 4 && IsIntegerOut(y)); }
+
+/// Quantizes the 4·Lanes elements from `at` with one divisor and zero point into y's layout at
+/// `dst` (where element `at` goes; for 4-bit y, `at` is even): four whole vectors, no branches, the
+/// int32 codes of 8/16-bit types saturated by the packing instructions themselves.
+template <T X, T P, T Y, bool kReciprocal>
+HWY_INLINE void QuantizeGroup(const QuantizeCall& c, int64_t at, VF divisor, VI zp, uint8_t* dst) {
+  static_assert(HasGroupStore(Y));
+  constexpr int kBits = OutBits(Y);
+  const DI di;
+  const int64_t lanes = static_cast<int64_t>(hn::Lanes(DF()));
+  const VF q0 = QuotientAt<X, P, kReciprocal>(c.x, at, divisor);
+  const VF q1 = QuotientAt<X, P, kReciprocal>(c.x, at + lanes, divisor);
+  const VF q2 = QuotientAt<X, P, kReciprocal>(c.x, at + 2 * lanes, divisor);
+  const VF q3 = QuotientAt<X, P, kReciprocal>(c.x, at + 3 * lanes, divisor);
+  if constexpr (kBits == 16) {
+    StoreWords2<IsSignedOut(Y)>(UnsaturatedCodes(q0, zp), UnsaturatedCodes(q1, zp), dst);
+    StoreWords2<IsSignedOut(Y)>(UnsaturatedCodes(q2, zp), UnsaturatedCodes(q3, zp), dst + 4 * lanes);
+  } else if constexpr (kBits == 8 && IsIntegerOut(Y)) {
+    StoreBytes4<IsSignedOut(Y)>(UnsaturatedCodes(q0, zp), UnsaturatedCodes(q1, zp), UnsaturatedCodes(q2, zp), UnsaturatedCodes(q3, zp), dst);
+  } else if constexpr (kBits == 4) {
+    StoreNibbles4(IntegerCodes<Y>(q0, zp), IntegerCodes<Y>(q1, zp), IntegerCodes<Y>(q2, zp), IntegerCodes<Y>(q3, zp), dst);
+  } else {
+    const auto code = [&](VF q) { return hn::BitCast(di, FloatCodes<Y>(q, c.saturate)); };
+    StoreBytes4<false>(code(q0), code(q1), code(q2), code(q3), dst);
+  }
+}
+
 /// Elements [first, first + count) of a run with one scale and zero point, count a multiple of
-/// 4·Lanes; output element first + i goes to out[out_index + i] (a code buffer for 2/4-bit y).
+/// 4·Lanes; output element first + i goes to out[out_index + i] (a code buffer, one code per byte,
+/// for 2/4-bit y).
 template <T X, T P, T Y, bool kReciprocal>
 HWY_NOINLINE void QuantizeRunFast(const QuantizeCall& c, int64_t first, int64_t count, VF divisor, VI zp, VF zpf, void* out,
                                   int64_t out_index) {
   constexpr int kBits = OutBits(Y);
   const DI di;
   const int64_t lanes = static_cast<int64_t>(hn::Lanes(DF()));
-  const bool saturate = c.saturate;
-  const bool has_zp = c.zero_point != nullptr;
-  uint8_t* o = static_cast<uint8_t*>(out) + out_index * (kBits == 16 ? 2 : 1);
+  uint8_t* o = static_cast<uint8_t*>(out);
   for (int64_t i = 0; i < count; i += 4 * lanes) {
-    const int64_t at = first + i;
-    const VF q0 = QuotientAt<X, P, kReciprocal>(c.x, at, divisor);
-    const VF q1 = QuotientAt<X, P, kReciprocal>(c.x, at + lanes, divisor);
-    const VF q2 = QuotientAt<X, P, kReciprocal>(c.x, at + 2 * lanes, divisor);
-    const VF q3 = QuotientAt<X, P, kReciprocal>(c.x, at + 3 * lanes, divisor);
-    if constexpr (kBits == 16) {
-      StoreWords2<IsSignedOut(Y)>(UnsaturatedCodes(q0, zp), UnsaturatedCodes(q1, zp), o + 2 * i);
-      StoreWords2<IsSignedOut(Y)>(UnsaturatedCodes(q2, zp), UnsaturatedCodes(q3, zp), o + 2 * i + 4 * lanes);
-    } else if constexpr (kBits == 8 && IsIntegerOut(Y)) {
-      StoreBytes4<IsSignedOut(Y)>(UnsaturatedCodes(q0, zp), UnsaturatedCodes(q1, zp), UnsaturatedCodes(q2, zp),
-                                  UnsaturatedCodes(q3, zp), o + i);
-    } else if constexpr (IsIntegerOut(Y)) {
-      // 2/4-bit codes, one per byte, in the low bits.
-      const VI mask = hn::Set(di, (1 << kBits) - 1);
-      StoreBytes4<false>(hn::And(IntegerCodes<Y>(q0, zp), mask), hn::And(IntegerCodes<Y>(q1, zp), mask),
-                         hn::And(IntegerCodes<Y>(q2, zp), mask), hn::And(IntegerCodes<Y>(q3, zp), mask), o + i);
-    } else if constexpr (Y == T::kFloat4E2M1) {
-      const auto code = [&](VF q) { return hn::BitCast(di, FloatCodes<Y>(has_zp ? hn::Add(q, zpf) : q, true)); };
-      StoreBytes4<false>(code(q0), code(q1), code(q2), code(q3), o + i);
+    if constexpr (kBits >= 8) {
+      QuantizeGroup<X, P, Y, kReciprocal>(c, first + i, divisor, zp, o + (out_index + i) * (kBits / 8));
     } else {
-      const auto code = [&](VF q) { return hn::BitCast(di, FloatCodes<Y>(q, saturate)); };
-      StoreBytes4<false>(code(q0), code(q1), code(q2), code(q3), o + i);
+      const int64_t at = first + i;
+      const VF q0 = QuotientAt<X, P, kReciprocal>(c.x, at, divisor);
+      const VF q1 = QuotientAt<X, P, kReciprocal>(c.x, at + lanes, divisor);
+      const VF q2 = QuotientAt<X, P, kReciprocal>(c.x, at + 2 * lanes, divisor);
+      const VF q3 = QuotientAt<X, P, kReciprocal>(c.x, at + 3 * lanes, divisor);
+      VI c0, c1, c2, c3;
+      if constexpr (IsIntegerOut(Y)) {
+        const VI mask = hn::Set(di, (1 << kBits) - 1);
+        c0 = hn::And(IntegerCodes<Y>(q0, zp), mask);
+        c1 = hn::And(IntegerCodes<Y>(q1, zp), mask);
+        c2 = hn::And(IntegerCodes<Y>(q2, zp), mask);
+        c3 = hn::And(IntegerCodes<Y>(q3, zp), mask);
+      } else {
+        const bool has_zp = c.zero_point != nullptr;
+        const auto code = [&](VF q) { return hn::BitCast(di, FloatCodes<Y>(has_zp ? hn::Add(q, zpf) : q, true)); };
+        c0 = code(q0);
+        c1 = code(q1);
+        c2 = code(q2);
+        c3 = code(q3);
+      }
+      StoreBytes4<false>(c0, c1, c2, c3, o + out_index + i);
     }
   }
 }
@@ -280,70 +288,145 @@ HWY_NOINLINE void QuantizeRunFast(const QuantizeCall& c, int64_t first, int64_t 
 /// and first even, packed straight into y (no code buffer).
 template <T X, T P, T Y, bool kReciprocal>
 HWY_NOINLINE void QuantizePacked4Fast(const QuantizeCall& c, int64_t first, int64_t count, VF divisor, VI zp, void* y) {
-  const int64_t lanes = static_cast<int64_t>(hn::Lanes(DF()));
-  uint8_t* o = static_cast<uint8_t*>(y) + first / 2;
-  for (int64_t i = 0; i < count; i += 4 * lanes) {
-    const int64_t at = first + i;
-    const VI c0 = IntegerCodes<Y>(QuotientAt<X, P, kReciprocal>(c.x, at, divisor), zp);
-    const VI c1 = IntegerCodes<Y>(QuotientAt<X, P, kReciprocal>(c.x, at + lanes, divisor), zp);
-    const VI c2 = IntegerCodes<Y>(QuotientAt<X, P, kReciprocal>(c.x, at + 2 * lanes, divisor), zp);
-    const VI c3 = IntegerCodes<Y>(QuotientAt<X, P, kReciprocal>(c.x, at + 3 * lanes, divisor), zp);
-    StoreNibbles4(c0, c1, c2, c3, o + i / 2);
-  }
+  const int64_t group = 4 * static_cast<int64_t>(hn::Lanes(DF()));
+  for (int64_t i = 0; i < count; i += group) QuantizeGroup<X, P, Y, kReciprocal>(c, first + i, divisor, zp, static_cast<uint8_t*>(y) + (first + i) / 2);
 }
 
-/// Elements [first, first + count) of one segment (its parameters start at `param`, step 0 or 1);
+/// Elements [first, first + count) of a run with one scale and zero point (parameter `param`);
 /// output element first + i goes to out[out_index + i].
 template <T X, T P, T Y>
-HWY_INLINE void QuantizeSegment(const QuantizeCall& c, int64_t first, int64_t count, int64_t param, int step, void* out,
-                                int64_t out_index) {
+HWY_INLINE void QuantizeRun(const QuantizeCall& c, int64_t first, int64_t count, int64_t param, void* out, int64_t out_index) {
   const DF df;
   const DI di;
   const size_t lanes = hn::Lanes(df);
   const bool has_zp = c.zero_point != nullptr;
-  const VF scale0 = hn::Set(df, ScalarScale<P>(c, param));
-  VI zp0 = hn::Zero(di);
-  VF zpf0 = hn::Zero(df);
-  if (has_zp && step == 0) {
-    if constexpr (IsIntegerOut(Y)) zp0 = hn::Set(di, static_cast<int32_t>(load_integer(c.zero_point, c.zero_point_type, param)));
-    if constexpr (Y == T::kFloat4E2M1) zpf0 = hn::Set(df, static_cast<float>(load_real(c.zero_point, T::kFloat4E2M1, param)));
+  const VF scale = hn::Set(df, ScalarScale<P>(c, param));
+  VI zp = hn::Zero(di);
+  VF zpf = hn::Zero(df);
+  if (has_zp) {
+    if constexpr (IsIntegerOut(Y)) zp = hn::Set(di, static_cast<int32_t>(load_integer(c.zero_point, c.zero_point_type, param)));
+    if constexpr (Y == T::kFloat4E2M1) zpf = hn::Set(df, static_cast<float>(load_real(c.zero_point, T::kFloat4E2M1, param)));
   }
   int64_t i = 0;
-  if (step == 0 && count >= 4 * static_cast<int64_t>(lanes)) {
+  if (count >= 4 * static_cast<int64_t>(lanes)) {
     const int64_t whole = count / (4 * static_cast<int64_t>(lanes)) * (4 * static_cast<int64_t>(lanes));
     float reciprocal;
-    if (ExactReciprocal(hn::GetLane(scale0), &reciprocal)) {
-      QuantizeRunFast<X, P, Y, true>(c, first, whole, hn::Set(df, reciprocal), zp0, zpf0, out, out_index);
+    if (ExactReciprocal(hn::GetLane(scale), &reciprocal)) {
+      QuantizeRunFast<X, P, Y, true>(c, first, whole, hn::Set(df, reciprocal), zp, zpf, out, out_index);
     } else {
-      QuantizeRunFast<X, P, Y, false>(c, first, whole, scale0, zp0, zpf0, out, out_index);
+      QuantizeRunFast<X, P, Y, false>(c, first, whole, scale, zp, zpf, out, out_index);
     }
     i = whole;
   }
   for (; i < count; i += static_cast<int64_t>(lanes)) {
     const size_t n = static_cast<size_t>(std::min<int64_t>(static_cast<int64_t>(lanes), count - i));
-    const VF scale = step == 0 ? scale0 : LoadScale<P>(c, param + i, n);
     const VF q = RoundToP<P>(hn::Div(LoadFloat<X>(c.x, first + i, n), scale));
     if constexpr (IsIntegerOut(Y)) {
-      const VI zp = (step == 0 || !has_zp) ? zp0 : LoadZeroPoint<Y>(c, param + i, n);
       StoreOut<Y>(IntegerCodes<Y>(q, zp), out, out_index + i, n);
     } else if constexpr (Y == T::kFloat4E2M1) {
-      VF zpf = zpf0;
-      if (step != 0 && has_zp) {
-        uint8_t codes[HWY_MAX_BYTES / 4] = {};
-        unpack_codes(static_cast<const uint8_t*>(c.zero_point), 4, param + i, static_cast<int64_t>(n), codes);
-        zpf = DecodeF<Float4E2M1Format>(LoadCodes(codes, n));
-      }
       // The zero point is added in float32 to the quotient (already a float32 value).
-      const VF shifted = has_zp ? hn::Add(q, zpf) : q;
-      StoreOut<Y>(hn::BitCast(di, FloatCodes<Y>(shifted, true)), out, out_index + i, n);
+      StoreOut<Y>(hn::BitCast(di, FloatCodes<Y>(has_zp ? hn::Add(q, zpf) : q, true)), out, out_index + i, n);
     } else {
       StoreOut<Y>(hn::BitCast(di, FloatCodes<Y>(q, c.saturate)), out, out_index + i, n);
     }
   }
 }
 
+// ---------------------------------------------------------------------------------------------
+// Chunks cut into many segments (blocks along the last axis, per-axis along the last axis, blocked
+// along other axes): the parameters are first expanded to one divisor and one zero point per
+// element of the chunk, then one flat loop runs over the chunk. A run of 32 elements with its own
+// loop would leave the divider idle between runs; the flat loop keeps four divisions in flight.
+
+/// The divisors (in P) and zero points of parameters [first, first + count), a vector at a time
+/// (whole vectors: the arrays have a vector of room past the count).
+template <T P, T Y>
+HWY_INLINE void LoadQuantizeParams(const QuantizeCall& c, int64_t first, int64_t count, float* divisor, int32_t* zero_point,
+                                   float* float_zero_point) {
+  const DF df;
+  const DI di;
+  const bool has_zp = c.zero_point != nullptr;
+  constexpr bool kPackedZeroPoint = OutBits(Y) < 8;
+  HWY_ALIGN uint8_t zp_codes[kPackedZeroPoint ? ExpandedParams::kSize : 1];
+  if (kPackedZeroPoint && has_zp) UnpackCodes(static_cast<const uint8_t*>(c.zero_point), OutBits(Y), first, count, zp_codes);
+  WithScaleType(c.scale_type, [&](auto scale_type) {
+    ForEachVector(count, [&](int64_t k, size_t n) { hn::StoreU(LoadScale<decltype(scale_type)::value, P>(c.scale, first + k, n), df, divisor + k); });
+  });
+  if constexpr (IsIntegerOut(Y)) {
+    if (!has_zp) {
+      ForEachVector(count, [&](int64_t k, size_t) { hn::StoreU(hn::Zero(di), di, zero_point + k); });
+    } else if constexpr (kPackedZeroPoint) {
+      ForEachVector(count, [&](int64_t k, size_t n) { hn::StoreU(LoadInt<OutBits(Y), IsSignedOut(Y)>(zp_codes, k, n), di, zero_point + k); });
+    } else {
+      ForEachVector(count, [&](int64_t k, size_t n) {
+        hn::StoreU(LoadInt<OutBits(Y), IsSignedOut(Y)>(c.zero_point, first + k, n), di, zero_point + k);
+      });
+    }
+  }
+  if constexpr (Y == T::kFloat4E2M1) {
+    ForEachVector(count, [&](int64_t k, size_t n) {
+      hn::StoreU(has_zp ? DecodeF<Float4E2M1Format>(LoadCodes(zp_codes + k, n)) : hn::Zero(df), df, float_zero_point + k);
+    });
+  }
+}
+
+/// Quantizes elements [chunk, chunk + count) with expanded parameters; element chunk + i goes to
+/// out[out_index + i] (a code buffer for 2/4-bit y).
 template <T X, T P, T Y>
-void QuantizeKernelT(const QuantizeCall& c, void* y, int64_t begin, int64_t end) {
+HWY_INLINE void QuantizeExpanded(const QuantizeCall& c, int64_t chunk, int64_t count, const ExpandedParams& e, void* out,
+                                 int64_t out_index) {
+  constexpr int kBits = OutBits(Y);
+  const DF df;
+  const DI di;
+  const int64_t lanes = static_cast<int64_t>(hn::Lanes(df));
+  const bool has_zp = c.zero_point != nullptr;
+  const auto quotient = [&](int64_t i, size_t n) { return RoundToP<P>(hn::Div(LoadFloat<X>(c.x, chunk + i, n), hn::Load(df, e.scale + i))); };
+  const auto float_code = [&](VF q, int64_t i) -> VI {
+    if constexpr (Y == T::kFloat4E2M1) {
+      return hn::BitCast(di, FloatCodes<Y>(has_zp ? hn::Add(q, hn::Load(df, e.float_zero_point + i)) : q, true));
+    } else {
+      return hn::BitCast(di, FloatCodes<Y>(q, c.saturate));
+    }
+  };
+  uint8_t* o = static_cast<uint8_t*>(out) + out_index * (kBits == 16 ? 2 : 1);
+  const size_t full = static_cast<size_t>(lanes);
+  int64_t i = 0;
+  for (; i + 4 * lanes <= count; i += 4 * lanes) {
+    const VF q0 = quotient(i, full);
+    const VF q1 = quotient(i + lanes, full);
+    const VF q2 = quotient(i + 2 * lanes, full);
+    const VF q3 = quotient(i + 3 * lanes, full);
+    if constexpr (kBits == 16) {
+      StoreWords2<IsSignedOut(Y)>(UnsaturatedCodes(q0, hn::Load(di, e.zero_point + i)), UnsaturatedCodes(q1, hn::Load(di, e.zero_point + i + lanes)),
+                                  o + 2 * i);
+      StoreWords2<IsSignedOut(Y)>(UnsaturatedCodes(q2, hn::Load(di, e.zero_point + i + 2 * lanes)),
+                                  UnsaturatedCodes(q3, hn::Load(di, e.zero_point + i + 3 * lanes)), o + 2 * i + 4 * lanes);
+    } else if constexpr (kBits == 8 && IsIntegerOut(Y)) {
+      StoreBytes4<IsSignedOut(Y)>(UnsaturatedCodes(q0, hn::Load(di, e.zero_point + i)), UnsaturatedCodes(q1, hn::Load(di, e.zero_point + i + lanes)),
+                                  UnsaturatedCodes(q2, hn::Load(di, e.zero_point + i + 2 * lanes)),
+                                  UnsaturatedCodes(q3, hn::Load(di, e.zero_point + i + 3 * lanes)), o + i);
+    } else if constexpr (IsIntegerOut(Y)) {
+      const VI mask = hn::Set(di, (1 << kBits) - 1);
+      const auto code = [&](VF q, int64_t k) { return hn::And(IntegerCodes<Y>(q, hn::Load(di, e.zero_point + k)), mask); };
+      StoreBytes4<false>(code(q0, i), code(q1, i + lanes), code(q2, i + 2 * lanes), code(q3, i + 3 * lanes), o + i);
+    } else {
+      StoreBytes4<false>(float_code(q0, i), float_code(q1, i + lanes), float_code(q2, i + 2 * lanes), float_code(q3, i + 3 * lanes), o + i);
+    }
+  }
+  for (; i < count; i += lanes) {
+    const size_t n = static_cast<size_t>(std::min(lanes, count - i));
+    const VF q = quotient(i, n);
+    if constexpr (IsIntegerOut(Y)) {
+      StoreOut<Y>(IntegerCodes<Y>(q, hn::Load(di, e.zero_point + i)), out, out_index + i, n);
+    } else {
+      StoreOut<Y>(float_code(q, i), out, out_index + i, n);
+    }
+  }
+}
+
+/// Elements [begin, end) (begin a multiple of 4) of any plan, chunk by chunk.
+template <T X, T P, T Y>
+HWY_INLINE void QuantizeGeneral(const QuantizeCall& c, void* y, int64_t begin, int64_t end) {
   constexpr int kBits = OutBits(Y);
   if constexpr (kBits == 4 && IsIntegerOut(Y)) {
     // Per-tensor: whole groups of 4 vectors packed in registers; the rest (a multiple-of-4 start)
@@ -363,14 +446,31 @@ void QuantizeKernelT(const QuantizeCall& c, void* y, int64_t begin, int64_t end)
     }
   }
   HWY_ALIGN uint8_t codes[kBits < 8 ? kChunk : 1];
+  SegmentCursor cursor(c.plan, begin);
+  // Per-axis runs along a long inner dimension keep their scale in a register; everything else that
+  // is not per-tensor goes through expanded parameters.
+  const bool expand = c.plan.granularity == Granularity::kBlocked || (c.plan.granularity == Granularity::kPerAxis && c.plan.inner < 256);
+  HWY_ALIGN ExpandedParams storage;  // 12 KiB of stack
+  ExpandedParams* params = expand ? &storage : nullptr;
   for (int64_t chunk = begin; chunk < end; chunk += kChunk) {
     const int64_t chunk_end = std::min(end, chunk + kChunk);
-    for (int64_t position = chunk; position < chunk_end;) {
-      const Segment s = segment_at(c.plan, position, chunk_end);
+    if (params != nullptr) {
+      ExpandParams<IsIntegerOut(Y), Y == T::kFloat4E2M1>(
+          cursor, chunk, chunk_end, *params, [&](int64_t first, int64_t count, float* divisor, int32_t* zp, float* zpf) {
+            LoadQuantizeParams<P, Y>(c, first, count, divisor, zp, zpf);
+          });
       if constexpr (kBits < 8) {
-        QuantizeSegment<X, P, Y>(c, position, s.count, s.param_index, s.param_step, codes, position - chunk);
+        QuantizeExpanded<X, P, Y>(c, chunk, chunk_end - chunk, *params, codes, 0);
       } else {
-        QuantizeSegment<X, P, Y>(c, position, s.count, s.param_index, s.param_step, y, position);
+        QuantizeExpanded<X, P, Y>(c, chunk, chunk_end - chunk, *params, y, chunk);
+      }
+    }
+    for (int64_t position = params != nullptr ? chunk_end : chunk; position < chunk_end;) {
+      const Segment s = cursor.next(position, chunk_end);
+      if constexpr (kBits < 8) {
+        QuantizeRun<X, P, Y>(c, position, s.count, s.param_index, codes, position - chunk);
+      } else {
+        QuantizeRun<X, P, Y>(c, position, s.count, s.param_index, y, position);
       }
       position += s.count;
     }
@@ -387,6 +487,49 @@ void QuantizeKernelT(const QuantizeCall& c, void* y, int64_t begin, int64_t end)
       }
     }
   }
+}
+
+/// Elements [begin, end) of a UniformBlocks plan, begin and end multiples of the block size: block
+/// k (elements [k·B, (k + 1)·B)) uses parameter k. The parameters are loaded a vector at a time,
+/// then each block is whole groups of QuantizeGroup with its divisor and zero point in registers.
+template <T X, T P, T Y>
+HWY_INLINE void QuantizeUniformBlocks(const QuantizeCall& c, void* y, int64_t begin, int64_t end) {
+  constexpr int kBits = OutBits(Y);
+  const DF df;
+  const DI di;
+  const int64_t group = 4 * static_cast<int64_t>(hn::Lanes(df));
+  const int64_t block = c.plan.block;
+  uint8_t* out = static_cast<uint8_t*>(y);
+  HWY_ALIGN ExpandedParams params;
+  for (int64_t first_block = begin / block; first_block < end / block; first_block += kChunk) {
+    const int64_t blocks = std::min<int64_t>(kChunk, end / block - first_block);
+    LoadQuantizeParams<P, Y>(c, first_block, blocks, params.scale, params.zero_point, params.float_zero_point);
+    for (int64_t k = 0; k < blocks; ++k) {
+      const VF divisor = hn::Set(df, params.scale[k]);
+      const VI zp = hn::Set(di, params.zero_point[k]);
+      const int64_t first = (first_block + k) * block;
+      for (int64_t at = first; at < first + block; at += group) {
+        QuantizeGroup<X, P, Y, false>(c, at, divisor, zp, kBits == 4 ? out + at / 2 : out + at * (kBits / 8));
+      }
+    }
+  }
+}
+
+template <T X, T P, T Y>
+void QuantizeKernelT(const QuantizeCall& c, void* y, int64_t begin, int64_t end) {
+  if constexpr (HasGroupStore(Y)) {
+    if (UniformBlocks(c.plan, 4 * static_cast<int64_t>(hn::Lanes(DF())))) {
+      // Whole blocks in the middle; a partial block at either end of the task goes the general way.
+      const int64_t block = c.plan.block;
+      const int64_t lo = std::min(end, (begin + block - 1) / block * block);
+      const int64_t hi = std::max(lo, end / block * block);
+      QuantizeGeneral<X, P, Y>(c, y, begin, lo);
+      QuantizeUniformBlocks<X, P, Y>(c, y, lo, hi);
+      QuantizeGeneral<X, P, Y>(c, y, hi, end);
+      return;
+    }
+  }
+  QuantizeGeneral<X, P, Y>(c, y, begin, end);
 }
 
 template <T X, T P>
