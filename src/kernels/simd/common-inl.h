@@ -40,10 +40,54 @@ constexpr int64_t kChunk = 1024;
 // ---------------------------------------------------------------------------------------------
 // Minifloat conversions. F is one of the MiniFloat formats of types/float_formats.hpp.
 
+/// EncodeF for the float8 formats with one NaN per sign and a −0 (E4M3FN, E5M2), in fewer
+/// operations: saturation clamps the magnitude before rounding (a NaN compares false and stays
+/// NaN); overflow, ±inf and NaN then all produce codes above the largest finite one, sorted out by
+/// one unsigned minimum (E4M3FN: all become the NaN 0x7F) or a minimum and a NaN select (E5M2);
+/// codes below the smallest normal come from the FPU's own round-to-nearest-even of |v| + 2^k, where
+/// 2^k has the format's subnormal spacing as its ulp.
+template <class F>
+HWY_INLINE VU EncodeFloat8(VF v, bool saturate) {
+  static_assert(F::kBits == 8 && (F::kSpecials == SpecialValues::kFn || F::kSpecials == SpecialValues::kIeee));
+  const DF df;
+  const DI di;
+  const DU du;
+  constexpr int kM = F::kManBits;
+  constexpr int kS = 23 - kM;
+  const VU bits = hn::BitCast(du, v);
+  const VU sign = hn::ShiftRight<24>(hn::And(bits, hn::Set(du, 0x80000000u)));
+  VU mag = hn::And(bits, hn::Set(du, 0x7FFFFFFFu));
+  if (saturate) {
+    // The largest finite value, as float32 bits: exponent and mantissa of kMaxCode, rebiased.
+    constexpr uint32_t kMaxBits = ((F::kMaxCode >> kM) + 127 - F::kBias) << 23 | (F::kMaxCode & F::kManMask) << kS;
+    const VF max = hn::BitCast(df, hn::Set(du, kMaxBits));
+    const VF magnitude = hn::BitCast(df, mag);
+    mag = hn::BitCast(du, hn::IfThenElse(hn::Gt(magnitude, max), max, magnitude));
+  }
+  const VU odd = hn::And(hn::ShiftRight<kS>(mag), hn::Set(du, 1u));
+  const VU rounded = hn::Add(mag, hn::Add(hn::Set(du, (1u << (kS - 1)) - 1u), odd));
+  VU code = hn::Sub(hn::ShiftRight<kS>(rounded), hn::Set(du, static_cast<uint32_t>(127 - F::kBias) << kM));
+  // Below the smallest normal (the normal code above wraps around there): spacing 2^(1 - bias - M).
+  const VF magic = hn::BitCast(df, hn::Set(du, static_cast<uint32_t>(127 + 1 - F::kBias - kM + 23) << 23));
+  const VU tiny_code = hn::Sub(hn::BitCast(du, hn::Add(hn::BitCast(df, mag), magic)), hn::BitCast(du, magic));
+  const auto tiny = hn::Lt(hn::BitCast(di, mag), hn::Set(di, static_cast<int32_t>(127 + 1 - F::kBias) << 23));
+  code = hn::IfThenElse(hn::RebindMask(du, tiny), tiny_code, code);
+  if constexpr (F::kSpecials == SpecialValues::kFn) {
+    code = hn::Min(code, hn::Set(du, F::kMagnitudeMask));
+  } else {
+    const auto is_nan = hn::Gt(hn::BitCast(di, mag), hn::Set(di, 0x7F800000));
+    code = hn::IfThenElse(hn::RebindMask(du, is_nan), hn::Set(du, nan_code<F>(false)), hn::Min(code, hn::Set(du, F::kExpFieldMax << kM)));
+  }
+  return hn::Or(code, sign);
+}
+
 /// Encodes each lane of `v` (float32) into format F: exactly encode<F>(float, saturate), lane-wise.
 /// Returns the codes in the low bits of u32 lanes.
 template <class F>
 HWY_INLINE VU EncodeF(VF v, bool saturate) {
+  if constexpr (F::kBits == 8 && (F::kSpecials == SpecialValues::kFn || F::kSpecials == SpecialValues::kIeee)) {
+    return EncodeFloat8<F>(v, saturate);
+  }
   const DF df;
   const DI di;
   const DU du;
