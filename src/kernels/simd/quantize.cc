@@ -3,8 +3,12 @@
 // output type's rule), evaluated lane-wise with exact vector forms of the scalar operations.
 //
 // Division: a true IEEE float32 division per lane (the same correctly rounded quotient as the
-// scalar kernel). Measured on the reference machine (Zen 3, AVX2) the division loop runs at ~80% of
-// a plain multiply loop in L1 and well above memory bandwidth, so no reciprocal shortcut is taken.
+// scalar kernel), except for power-of-two scales (ExactReciprocal). On the reference machine (Zen 3,
+// AVX2) a minimal division loop converts 5.6 G elements/s in L1 and the same loop with a multiply
+// 8.9; making a reciprocal exact (a Markstein correction, or a check that no quotient lies within a
+// few ulps of a rounding boundary, with a per-vector fallback) costs 5-10 more vector operations per
+// vector, as much time as the divider takes, so it is not done. At 64 Mi elements the minimal loop
+// reaches the same ~0.8 of the streaming reference with a multiply as with a division.
 #include "kernels/simd/config.h"
 
 #undef HWY_TARGET_INCLUDE
@@ -207,6 +211,38 @@ HWY_INLINE void StoreNibbles4(VI a, VI b, VI c, VI d, uint8_t* out) {
 #endif
 }
 
+/// Packs 4·Lanes 2-bit codes (int32 lanes already in the output's range) into Lanes bytes, the
+/// first code of each four in the lowest bits (ONNX layout).
+HWY_INLINE void StoreCrumbs4(VI a, VI b, VI c, VI d, uint8_t* out) {
+#if HWY_TARGET == HWY_AVX2 || HWY_TARGET == HWY_SSE4
+#if HWY_TARGET == HWY_AVX2
+  const __m256i ordered = _mm256_permutevar8x32_epi32(_mm256_packs_epi16(_mm256_packs_epi32(a.raw, b.raw), _mm256_packs_epi32(c.raw, d.raw)),
+                                                      _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+  const __m256i bytes = _mm256_and_si256(ordered, _mm256_set1_epi8(3));
+  // Each 32-bit lane holds four codes, one per byte: fold them into its low byte.
+  const __m256i pairs = _mm256_or_si256(bytes, _mm256_srli_epi16(bytes, 6));  // bytes 0 and 2: c0 | c1 << 2, c2 | c3 << 2
+  const __m256i quads = _mm256_or_si256(pairs, _mm256_srli_epi32(pairs, 12));  // byte 0: c0 | c1 << 2 | c2 << 4 | c3 << 6
+  const __m256i low_bytes = _mm256_shuffle_epi8(quads, _mm256_setr_epi8(0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, 0, 4, 8, 12,
+                                                                         -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1));
+  const __m256i packed = _mm256_permutevar8x32_epi32(low_bytes, _mm256_setr_epi32(0, 4, 0, 0, 0, 0, 0, 0));
+  _mm_storel_epi64(reinterpret_cast<__m128i*>(out), _mm256_castsi256_si128(packed));
+#else
+  const __m128i bytes = _mm_and_si128(_mm_packs_epi16(_mm_packs_epi32(a.raw, b.raw), _mm_packs_epi32(c.raw, d.raw)), _mm_set1_epi8(3));
+  const __m128i pairs = _mm_or_si128(bytes, _mm_srli_epi16(bytes, 6));
+  const __m128i quads = _mm_or_si128(pairs, _mm_srli_epi32(pairs, 12));
+  const int packed = _mm_cvtsi128_si32(_mm_shuffle_epi8(quads, _mm_setr_epi8(0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1)));
+  std::memcpy(out, &packed, 4);
+#endif
+#else
+  const DI di;
+  const size_t lanes = hn::Lanes(di);
+  HWY_ALIGN uint8_t codes[4 * HWY_MAX_BYTES / 4];
+  const VI mask = hn::Set(di, 3);
+  StoreBytes4<false>(hn::And(a, mask), hn::And(b, mask), hn::And(c, mask), hn::And(d, mask), codes);
+  PackWholeBytes(codes, 2, static_cast<int64_t>(lanes), out);
+#endif
+}
+
 /// The quotient of x element `index` in P: x / divisor, or x · divisor when kReciprocal (see
 /// ExactReciprocal).
 template <T X, T P, bool kReciprocal>
@@ -215,16 +251,18 @@ HWY_INLINE VF QuotientAt(const void* x, int64_t index, VF divisor) {
   return RoundToP<P>(kReciprocal ? hn::Mul(v, divisor) : hn::Div(v, divisor));
 }
 
-/// Whether QuantizeGroup writes y's final layout for output type Y: 8/16-bit types and packed 4-bit
-/// integers; 2-bit integers and FLOAT4E2M1 go through a code buffer instead.
-constexpr bool HasGroupStore(T y) { return OutBits(y) >= 8 || (OutBits(y) == 4 && IsIntegerOut(y)); }
+/// Where the output of element `at` starts in y (for 2/4-bit y, `at` starts a whole byte).
+template <T Y>
+HWY_INLINE uint8_t* OutputAt(void* y, int64_t at) {
+  constexpr int kBits = OutBits(Y);
+  return static_cast<uint8_t*>(y) + (kBits < 8 ? at * kBits / 8 : at * (kBits / 8));
+}
 
 /// Quantizes the 4·Lanes elements from `at` with one divisor and zero point into y's layout at
-/// `dst` (where element `at` goes; for 4-bit y, `at` is even): four whole vectors, no branches, the
-/// int32 codes of 8/16-bit types saturated by the packing instructions themselves.
+/// `dst` (OutputAt): four whole vectors, no branches, the int32 codes of 8/16-bit types saturated by
+/// the packing instructions themselves, 2/4-bit codes packed in registers.
 template <T X, T P, T Y, bool kReciprocal>
-HWY_INLINE void QuantizeGroup(const QuantizeCall& c, int64_t at, VF divisor, VI zp, uint8_t* dst) {
-  static_assert(HasGroupStore(Y));
+HWY_INLINE void QuantizeGroup(const QuantizeCall& c, int64_t at, VF divisor, VI zp, VF zpf, uint8_t* dst) {
   constexpr int kBits = OutBits(Y);
   const DI di;
   const int64_t lanes = static_cast<int64_t>(hn::Lanes(DF()));
@@ -237,8 +275,15 @@ HWY_INLINE void QuantizeGroup(const QuantizeCall& c, int64_t at, VF divisor, VI 
     StoreWords2<IsSignedOut(Y)>(UnsaturatedCodes(q2, zp), UnsaturatedCodes(q3, zp), dst + 4 * lanes);
   } else if constexpr (kBits == 8 && IsIntegerOut(Y)) {
     StoreBytes4<IsSignedOut(Y)>(UnsaturatedCodes(q0, zp), UnsaturatedCodes(q1, zp), UnsaturatedCodes(q2, zp), UnsaturatedCodes(q3, zp), dst);
-  } else if constexpr (kBits == 4) {
+  } else if constexpr (kBits == 4 && IsIntegerOut(Y)) {
     StoreNibbles4(IntegerCodes<Y>(q0, zp), IntegerCodes<Y>(q1, zp), IntegerCodes<Y>(q2, zp), IntegerCodes<Y>(q3, zp), dst);
+  } else if constexpr (kBits == 2) {
+    StoreCrumbs4(IntegerCodes<Y>(q0, zp), IntegerCodes<Y>(q1, zp), IntegerCodes<Y>(q2, zp), IntegerCodes<Y>(q3, zp), dst);
+  } else if constexpr (Y == T::kFloat4E2M1) {
+    // The zero point is added in float32 to the quotient; the codes (0..15) pack like 4-bit integers.
+    const bool has_zp = c.zero_point != nullptr;
+    const auto code = [&](VF q) { return hn::BitCast(di, FloatCodes<Y>(has_zp ? hn::Add(q, zpf) : q, true)); };
+    StoreNibbles4(code(q0), code(q1), code(q2), code(q3), dst);
   } else {
     const auto code = [&](VF q) { return hn::BitCast(di, FloatCodes<Y>(q, c.saturate)); };
     StoreBytes4<false>(code(q0), code(q1), code(q2), code(q3), dst);
@@ -257,7 +302,7 @@ HWY_NOINLINE void QuantizeRunFast(const QuantizeCall& c, int64_t first, int64_t 
   uint8_t* o = static_cast<uint8_t*>(out);
   for (int64_t i = 0; i < count; i += 4 * lanes) {
     if constexpr (kBits >= 8) {
-      QuantizeGroup<X, P, Y, kReciprocal>(c, first + i, divisor, zp, o + (out_index + i) * (kBits / 8));
+      QuantizeGroup<X, P, Y, kReciprocal>(c, first + i, divisor, zp, zpf, o + (out_index + i) * (kBits / 8));
     } else {
       const int64_t at = first + i;
       const VF q0 = QuotientAt<X, P, kReciprocal>(c.x, at, divisor);
@@ -284,12 +329,12 @@ HWY_NOINLINE void QuantizeRunFast(const QuantizeCall& c, int64_t first, int64_t 
   }
 }
 
-/// Per-tensor 4-bit integer output: elements [first, first + count), count a multiple of 4·Lanes
-/// and first even, packed straight into y (no code buffer).
+/// Per-tensor 2/4-bit output: elements [first, first + count), count a multiple of 4·Lanes and
+/// first a multiple of 4, packed straight into y (no code buffer).
 template <T X, T P, T Y, bool kReciprocal>
-HWY_NOINLINE void QuantizePacked4Fast(const QuantizeCall& c, int64_t first, int64_t count, VF divisor, VI zp, void* y) {
+HWY_NOINLINE void QuantizePackedFast(const QuantizeCall& c, int64_t first, int64_t count, VF divisor, VI zp, VF zpf, void* y) {
   const int64_t group = 4 * static_cast<int64_t>(hn::Lanes(DF()));
-  for (int64_t i = 0; i < count; i += group) QuantizeGroup<X, P, Y, kReciprocal>(c, first + i, divisor, zp, static_cast<uint8_t*>(y) + (first + i) / 2);
+  for (int64_t i = 0; i < count; i += group) QuantizeGroup<X, P, Y, kReciprocal>(c, first + i, divisor, zp, zpf, OutputAt<Y>(y, first + i));
 }
 
 /// Elements [first, first + count) of a run with one scale and zero point (parameter `param`);
@@ -428,19 +473,24 @@ HWY_INLINE void QuantizeExpanded(const QuantizeCall& c, int64_t chunk, int64_t c
 template <T X, T P, T Y>
 HWY_INLINE void QuantizeGeneral(const QuantizeCall& c, void* y, int64_t begin, int64_t end) {
   constexpr int kBits = OutBits(Y);
-  if constexpr (kBits == 4 && IsIntegerOut(Y)) {
+  if constexpr (kBits < 8) {
     // Per-tensor: whole groups of 4 vectors packed in registers; the rest (a multiple-of-4 start)
     // goes through the general path below.
     const int64_t group = 4 * static_cast<int64_t>(hn::Lanes(DF()));
     if (c.plan.granularity == Granularity::kPerTensor && end - begin >= group) {
       const int64_t whole = (end - begin) / group * group;
       const float scale = ScalarScale<P>(c, 0);
-      const VI zp = hn::Set(DI(), c.zero_point != nullptr ? static_cast<int32_t>(load_integer(c.zero_point, c.zero_point_type, 0)) : 0);
+      VI zp = hn::Zero(DI());
+      VF zpf = hn::Zero(DF());
+      if (c.zero_point != nullptr) {
+        if constexpr (IsIntegerOut(Y)) zp = hn::Set(DI(), static_cast<int32_t>(load_integer(c.zero_point, c.zero_point_type, 0)));
+        if constexpr (Y == T::kFloat4E2M1) zpf = hn::Set(DF(), static_cast<float>(load_real(c.zero_point, T::kFloat4E2M1, 0)));
+      }
       float reciprocal;
       if (ExactReciprocal(scale, &reciprocal)) {
-        QuantizePacked4Fast<X, P, Y, true>(c, begin, whole, hn::Set(DF(), reciprocal), zp, y);
+        QuantizePackedFast<X, P, Y, true>(c, begin, whole, hn::Set(DF(), reciprocal), zp, zpf, y);
       } else {
-        QuantizePacked4Fast<X, P, Y, false>(c, begin, whole, hn::Set(DF(), scale), zp, y);
+        QuantizePackedFast<X, P, Y, false>(c, begin, whole, hn::Set(DF(), scale), zp, zpf, y);
       }
       begin += whole;
     }
@@ -494,22 +544,23 @@ HWY_INLINE void QuantizeGeneral(const QuantizeCall& c, void* y, int64_t begin, i
 /// then each block is whole groups of QuantizeGroup with its divisor and zero point in registers.
 template <T X, T P, T Y>
 HWY_INLINE void QuantizeUniformBlocks(const QuantizeCall& c, void* y, int64_t begin, int64_t end) {
-  constexpr int kBits = OutBits(Y);
   const DF df;
   const DI di;
   const int64_t group = 4 * static_cast<int64_t>(hn::Lanes(df));
   const int64_t block = c.plan.block;
-  uint8_t* out = static_cast<uint8_t*>(y);
   HWY_ALIGN ExpandedParams params;
   for (int64_t first_block = begin / block; first_block < end / block; first_block += kChunk) {
     const int64_t blocks = std::min<int64_t>(kChunk, end / block - first_block);
     LoadQuantizeParams<P, Y>(c, first_block, blocks, params.scale, params.zero_point, params.float_zero_point);
     for (int64_t k = 0; k < blocks; ++k) {
       const VF divisor = hn::Set(df, params.scale[k]);
-      const VI zp = hn::Set(di, params.zero_point[k]);
+      VI zp = hn::Zero(di);
+      VF zpf = hn::Zero(df);
+      if constexpr (IsIntegerOut(Y)) zp = hn::Set(di, params.zero_point[k]);
+      if constexpr (Y == T::kFloat4E2M1) zpf = hn::Set(df, params.float_zero_point[k]);
       const int64_t first = (first_block + k) * block;
       for (int64_t at = first; at < first + block; at += group) {
-        QuantizeGroup<X, P, Y, false>(c, at, divisor, zp, kBits == 4 ? out + at / 2 : out + at * (kBits / 8));
+        QuantizeGroup<X, P, Y, false>(c, at, divisor, zp, zpf, OutputAt<Y>(y, at));
       }
     }
   }
@@ -517,7 +568,7 @@ HWY_INLINE void QuantizeUniformBlocks(const QuantizeCall& c, void* y, int64_t be
 
 template <T X, T P, T Y>
 void QuantizeKernelT(const QuantizeCall& c, void* y, int64_t begin, int64_t end) {
-  if constexpr (HasGroupStore(Y)) {
+  {
     if (UniformBlocks(c.plan, 4 * static_cast<int64_t>(hn::Lanes(DF())))) {
       // Whole blocks in the middle; a partial block at either end of the task goes the general way.
       const int64_t block = c.plan.block;
