@@ -40,29 +40,35 @@ constexpr int64_t kChunk = 1024;
 // ---------------------------------------------------------------------------------------------
 // Minifloat conversions. F is one of the MiniFloat formats of types/float_formats.hpp.
 
-/// EncodeF for the float8 formats with one NaN per sign and a −0 (E4M3FN, E5M2), in fewer
-/// operations: saturation clamps the magnitude before rounding (a NaN compares false and stays
-/// NaN); overflow, ±inf and NaN then all produce codes above the largest finite one, sorted out by
-/// one unsigned minimum (E4M3FN: all become the NaN 0x7F) or a minimum and a NaN select (E5M2);
-/// codes below the smallest normal come from the FPU's own round-to-nearest-even of |v| + 2^k, where
-/// 2^k has the format's subnormal spacing as its ulp.
+/// EncodeF for the 8- and 4-bit formats (the float8 types, FLOAT4E2M1), in fewer operations than
+/// the general form below: saturation clamps the finite magnitude before rounding (a NaN compares
+/// false and stays NaN); overflow, ±inf and NaN then all produce codes above the largest finite one,
+/// sorted out by one unsigned minimum and, per format, a select; codes below the smallest normal come
+/// from the FPU's own round-to-nearest-even of |v| + 2^k, where 2^k has the format's subnormal
+/// spacing as its ulp.
 template <class F>
-HWY_INLINE VU EncodeFloat8(VF v, bool saturate) {
-  static_assert(F::kBits == 8 && (F::kSpecials == SpecialValues::kFn || F::kSpecials == SpecialValues::kIeee));
+HWY_INLINE VU EncodeNarrow(VF v, bool saturate) {
+  static_assert(F::kBits <= 8);
   const DF df;
   const DI di;
   const DU du;
   constexpr int kM = F::kManBits;
   constexpr int kS = 23 - kM;
+  constexpr bool kSaturateAlways = F::kSpecials == SpecialValues::kNone;
   const VU bits = hn::BitCast(du, v);
-  const VU sign = hn::ShiftRight<24>(hn::And(bits, hn::Set(du, 0x80000000u)));
+  const VU sign = hn::ShiftRight<31 - F::kExpBits - kM>(hn::And(bits, hn::Set(du, 0x80000000u)));
   VU mag = hn::And(bits, hn::Set(du, 0x7FFFFFFFu));
-  if (saturate) {
+  if (saturate || kSaturateAlways) {
     // The largest finite value, as float32 bits: exponent and mantissa of kMaxCode, rebiased.
     constexpr uint32_t kMaxBits = ((F::kMaxCode >> kM) + 127 - F::kBias) << 23 | (F::kMaxCode & F::kManMask) << kS;
     const VF max = hn::BitCast(df, hn::Set(du, kMaxBits));
     const VF magnitude = hn::BitCast(df, mag);
-    mag = hn::BitCast(du, hn::IfThenElse(hn::Gt(magnitude, max), max, magnitude));
+    auto over = hn::Gt(magnitude, max);
+    if constexpr (F::kSpecials == SpecialValues::kFnuz) {
+      // ±inf becomes the NaN even when saturating: only finite magnitudes are clamped.
+      over = hn::And(over, hn::RebindMask(df, hn::Lt(hn::BitCast(di, mag), hn::Set(di, 0x7F800000))));
+    }
+    mag = hn::BitCast(du, hn::IfThenElse(over, max, magnitude));
   }
   const VU odd = hn::And(hn::ShiftRight<kS>(mag), hn::Set(du, 1u));
   const VU rounded = hn::Add(mag, hn::Add(hn::Set(du, (1u << (kS - 1)) - 1u), odd));
@@ -73,21 +79,29 @@ HWY_INLINE VU EncodeFloat8(VF v, bool saturate) {
   const auto tiny = hn::Lt(hn::BitCast(di, mag), hn::Set(di, static_cast<int32_t>(127 + 1 - F::kBias) << 23));
   code = hn::IfThenElse(hn::RebindMask(du, tiny), tiny_code, code);
   if constexpr (F::kSpecials == SpecialValues::kFn) {
-    code = hn::Min(code, hn::Set(du, F::kMagnitudeMask));
-  } else {
+    // Overflow (not saturating), ±inf and NaN: the NaN S.1111.111.
+    return hn::Or(hn::Min(code, hn::Set(du, F::kMagnitudeMask)), sign);
+  } else if constexpr (F::kSpecials == SpecialValues::kIeee) {
+    // Overflow (not saturating) and ±inf: ±inf; NaN: the quiet NaN.
     const auto is_nan = hn::Gt(hn::BitCast(di, mag), hn::Set(di, 0x7F800000));
     code = hn::IfThenElse(hn::RebindMask(du, is_nan), hn::Set(du, nan_code<F>(false)), hn::Min(code, hn::Set(du, F::kExpFieldMax << kM)));
+    return hn::Or(code, sign);
+  } else if constexpr (F::kSpecials == SpecialValues::kFnuz) {
+    // Overflow (not saturating), ±inf and NaN: the unsigned NaN 0x80; zero has no sign.
+    code = hn::Min(code, hn::Set(du, F::kSignBit));
+    const auto unsigned_code = hn::Or(hn::Eq(code, hn::Set(du, F::kSignBit)), hn::Eq(code, hn::Zero(du)));
+    return hn::IfThenElse(unsigned_code, code, hn::Or(code, sign));
+  } else {
+    // FLOAT4E2M1 (clamped above, so only a NaN passes the largest code): NaN is +6, unsigned.
+    const auto is_nan = hn::Gt(code, hn::Set(du, F::kMaxCode));
+    return hn::IfThenElse(is_nan, hn::Set(du, F::kMaxCode), hn::Or(code, sign));
   }
-  return hn::Or(code, sign);
 }
 
-/// Encodes each lane of `v` (float32) into format F: exactly encode<F>(float, saturate), lane-wise.
-/// Returns the codes in the low bits of u32 lanes.
+/// EncodeF for float16 and bfloat16 (IEEE specials; NaNs keep their top payload bits).
 template <class F>
-HWY_INLINE VU EncodeF(VF v, bool saturate) {
-  if constexpr (F::kBits == 8 && (F::kSpecials == SpecialValues::kFn || F::kSpecials == SpecialValues::kIeee)) {
-    return EncodeFloat8<F>(v, saturate);
-  }
+HWY_INLINE VU EncodeWide(VF v, bool saturate) {
+  static_assert(F::kBits == 16 && F::kSpecials == SpecialValues::kIeee);
   const DF df;
   const DI di;
   const DU du;
@@ -116,38 +130,24 @@ HWY_INLINE VU EncodeF(VF v, bool saturate) {
   const auto is_inf = hn::Eq(mag_i, hn::Set(di, 0x7F800000));
   const auto is_nan = hn::Gt(mag_i, hn::Set(di, 0x7F800000));
   const VU sign = hn::ShiftRight<31 - F::kExpBits - kM>(hn::And(bits, hn::Set(du, 0x80000000u)));
+  const VI inf_code = hn::Set(di, static_cast<int32_t>(F::kExpFieldMax << kM));
+  code = hn::IfThenElse(hn::Or(overflow, is_inf), saturate ? max_code : inf_code, code);
+  // NaNs keep the top payload bits (bfloat16 forced quiet; never a zero payload).
+  VI top = hn::BitCast(di, hn::ShiftRight<kS>(hn::And(mag, hn::Set(du, 0x007FFFFFu))));
+  if constexpr (F::kExpBits == 8) top = hn::Or(top, hn::Set(di, 1 << (kM - 1)));
+  top = hn::Max(top, hn::Set(di, 1));
+  code = hn::IfThenElse(is_nan, hn::Or(top, inf_code), code);
+  return hn::Or(hn::BitCast(du, code), sign);
+}
 
-  if constexpr (F::kSpecials == SpecialValues::kIeee) {
-    const VI inf_code = hn::Set(di, static_cast<int32_t>(F::kExpFieldMax << kM));
-    const VI big = saturate ? max_code : inf_code;  // finite overflow and ±inf
-    code = hn::IfThenElse(hn::Or(overflow, is_inf), big, code);
-    if constexpr (F::kBits == 16) {
-      // float16/bfloat16 keep the top payload bits (bfloat16 forced quiet; never a zero payload).
-      VI top = hn::BitCast(di, hn::ShiftRight<kS>(hn::And(mag, hn::Set(du, 0x007FFFFFu))));
-      if constexpr (F::kExpBits == 8) top = hn::Or(top, hn::Set(di, 1 << (kM - 1)));
-      top = hn::Max(top, hn::Set(di, 1));
-      code = hn::IfThenElse(is_nan, hn::Or(top, hn::Set(di, static_cast<int32_t>(F::kExpFieldMax << kM))), code);
-    } else {
-      code = hn::IfThenElse(is_nan, hn::Set(di, static_cast<int32_t>(nan_code<F>(false))), code);
-    }
-    return hn::Or(hn::BitCast(du, code), sign);
-  } else if constexpr (F::kSpecials == SpecialValues::kFn) {
-    const VI nan = hn::Set(di, static_cast<int32_t>(F::kMagnitudeMask));
-    code = hn::IfThenElse(hn::Or(overflow, is_inf), saturate ? max_code : nan, code);
-    code = hn::IfThenElse(is_nan, nan, code);
-    return hn::Or(hn::BitCast(du, code), sign);
-  } else if constexpr (F::kSpecials == SpecialValues::kFnuz) {
-    // One NaN, 0x80, without a sign; no negative zero.
-    code = hn::IfThenElse(overflow, saturate ? max_code : hn::Set(di, -1), code);
-    const auto unsigned_nan = hn::Or(hn::Or(is_nan, is_inf), hn::Lt(code, hn::Zero(di)));
-    const VU with_sign = hn::IfThenElse(hn::RebindMask(du, hn::Eq(code, hn::Zero(di))), hn::Zero(du),
-                                        hn::Or(hn::BitCast(du, code), sign));
-    return hn::IfThenElse(hn::RebindMask(du, unsigned_nan), hn::Set(du, F::kSignBit), with_sign);
+/// Encodes each lane of `v` (float32) into format F: exactly encode<F>(float, saturate), lane-wise.
+/// Returns the codes in the low bits of u32 lanes.
+template <class F>
+HWY_INLINE VU EncodeF(VF v, bool saturate) {
+  if constexpr (F::kBits <= 8) {
+    return EncodeNarrow<F>(v, saturate);
   } else {
-    // FLOAT4E2M1: always saturates; NaN is +6 (unsigned).
-    code = hn::IfThenElse(hn::Or(overflow, is_inf), max_code, code);
-    const VU with_sign = hn::Or(hn::BitCast(du, code), sign);
-    return hn::IfThenElse(hn::RebindMask(du, is_nan), hn::Set(du, F::kMaxCode), with_sign);
+    return EncodeWide<F>(v, saturate);
   }
 }
 
