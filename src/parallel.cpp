@@ -65,10 +65,11 @@ class ThreadPool {
       body_ = &body;
       tasks_ = tasks;
       next_.store(0);
-      participants_ = helpers;
       running_.store(helpers);
-      // Published last (release): a spinning worker that sees the new generation sees the job too.
-      generation_.fetch_add(1, std::memory_order_release);
+      // Published last (release): a worker that sees the new job word sees the job too. The word
+      // carries the number of participants, so a worker decides from one snapshot whether it joins.
+      const uint64_t generation = (job_.load(std::memory_order_relaxed) >> kParticipantBits) + 1;
+      job_.store(generation << kParticipantBits | static_cast<uint64_t>(helpers), std::memory_order_release);
     }
     wake_.notify_all();
     drain();
@@ -87,14 +88,16 @@ class ThreadPool {
   void work(int id) {
     uint64_t seen = 0;
     for (;;) {
-      const auto idle = [&] { return !stop_.load(std::memory_order_acquire) && generation_.load(std::memory_order_acquire) == seen; };
+      const auto idle = [&] { return !stop_.load(std::memory_order_acquire) && job_.load(std::memory_order_acquire) == seen; };
       if (!spin_while(idle)) {
         std::unique_lock<std::mutex> lock(mutex_);
         wake_.wait(lock, [&] { return !idle(); });
       }
       if (stop_.load()) return;
-      seen = generation_.load(std::memory_order_acquire);
-      if (id >= participants_) continue;
+      // A worker that takes no part in a job does not hold the caller back, so the next job may
+      // already be published here: whichever word is read, it is acted on as a whole.
+      seen = job_.load(std::memory_order_acquire);
+      if (id >= static_cast<int>(seen & kParticipantMask)) continue;
       drain();
       if (running_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
         // Taking the mutex orders this notification after the caller's predicate check.
@@ -109,13 +112,16 @@ class ThreadPool {
   std::condition_variable wake_;
   std::condition_variable done_;
   std::vector<std::thread> workers_;
-  // Written by the caller before generation_ is published, read by workers after they see it.
+  // Written by the caller before job_ is published, read by the job's participants after they see
+  // it; the caller writes them again only after every participant has counted itself out of running_.
   const detail::FunctionRef<void(size_t)>* body_ = nullptr;
   size_t tasks_ = 0;
-  int participants_ = 0;
   std::atomic<size_t> next_{0};
   std::atomic<int> running_{0};
-  std::atomic<uint64_t> generation_{0};
+  // The current job: generation << kParticipantBits | number of participating workers.
+  static constexpr int kParticipantBits = 32;
+  static constexpr uint64_t kParticipantMask = (uint64_t{1} << kParticipantBits) - 1;
+  std::atomic<uint64_t> job_{0};
   std::atomic<bool> stop_{false};
 };
 
