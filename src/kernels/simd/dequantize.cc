@@ -57,21 +57,23 @@ HWY_INLINE void StoreY(VF v, void* y, int64_t index, size_t n) {
   }
 }
 
-/// Elements [first, first + count) with one scale and zero point; x element first + i is read
-/// from src at src_index + i (src is x itself, or a buffer of unpacked codes for 2/4-bit x).
-template <T X, T Y>
-HWY_INLINE void DequantizeRunWith(const DequantizeCall& c, const void* src, int64_t src_index, int64_t first, int64_t count, VF scale,
-                                  VI zp, VF zpf, void* y) {
+/// Elements [first, first + count); x element first + i is read from src at src_index + i (src is
+/// x itself, or a buffer of unpacked codes for 2/4-bit x). scale(i), zero_point(i) and
+/// float_zero_point(i) give the parameters of the vector at i: a register for a run with one scale,
+/// loads for expanded parameters.
+template <T X, T Y, class Scale, class ZeroPoint, class FloatZeroPoint>
+HWY_INLINE void DequantizeLoop(const DequantizeCall& c, const void* src, int64_t src_index, int64_t first, int64_t count, void* y,
+                               Scale&& scale, ZeroPoint&& zero_point, FloatZeroPoint&& float_zero_point) {
   const DF df;
   const int64_t lanes = static_cast<int64_t>(hn::Lanes(df));
   constexpr int kBits = InBits(X);
   const bool has_zp = c.zero_point != nullptr;
   const auto value = [&](int64_t k, size_t n) -> VF {
     if constexpr (IsIntegerIn(X)) {
-      return hn::ConvertTo(df, hn::Sub(LoadInt<kBits, IsSignedIn(X)>(src, src_index + k, n), zp));
+      return hn::ConvertTo(df, hn::Sub(LoadInt<kBits, IsSignedIn(X)>(src, src_index + k, n), zero_point(k)));
     } else {
       const VF d = DecodeX<X>(LoadCodes(static_cast<const uint8_t*>(src) + src_index + k, n));
-      if constexpr (X == T::kFloat4E2M1) return has_zp ? hn::Sub(d, zpf) : d;
+      if constexpr (X == T::kFloat4E2M1) return has_zp ? hn::Sub(d, float_zero_point(k)) : d;
       return d;
     }
   };
@@ -83,15 +85,23 @@ HWY_INLINE void DequantizeRunWith(const DequantizeCall& c, const void* src, int6
     const VF d1 = value(i + lanes, full);
     const VF d2 = value(i + 2 * lanes, full);
     const VF d3 = value(i + 3 * lanes, full);
-    StoreY<Y>(hn::Mul(d0, scale), y, first + i, full);
-    StoreY<Y>(hn::Mul(d1, scale), y, first + i + lanes, full);
-    StoreY<Y>(hn::Mul(d2, scale), y, first + i + 2 * lanes, full);
-    StoreY<Y>(hn::Mul(d3, scale), y, first + i + 3 * lanes, full);
+    StoreY<Y>(hn::Mul(d0, scale(i)), y, first + i, full);
+    StoreY<Y>(hn::Mul(d1, scale(i + lanes)), y, first + i + lanes, full);
+    StoreY<Y>(hn::Mul(d2, scale(i + 2 * lanes)), y, first + i + 2 * lanes, full);
+    StoreY<Y>(hn::Mul(d3, scale(i + 3 * lanes)), y, first + i + 3 * lanes, full);
   }
   for (; i < count; i += lanes) {
     const size_t n = static_cast<size_t>(std::min(lanes, count - i));
-    StoreY<Y>(hn::Mul(value(i, n), scale), y, first + i, n);
+    StoreY<Y>(hn::Mul(value(i, n), scale(i)), y, first + i, n);
   }
+}
+
+/// DequantizeLoop with one scale and zero point in registers.
+template <T X, T Y>
+HWY_INLINE void DequantizeRunWith(const DequantizeCall& c, const void* src, int64_t src_index, int64_t first, int64_t count, VF scale,
+                                  VI zp, VF zpf, void* y) {
+  DequantizeLoop<X, Y>(
+      c, src, src_index, first, count, y, [&](int64_t) { return scale; }, [&](int64_t) { return zp; }, [&](int64_t) { return zpf; });
 }
 
 /// DequantizeRunWith for a run whose scale and zero point are parameter `param`.
@@ -148,34 +158,9 @@ HWY_INLINE void DequantizeExpanded(const DequantizeCall& c, const void* src, int
                                    const ExpandedParams& e, void* y) {
   const DF df;
   const DI di;
-  constexpr int kBits = InBits(X);
-  const int64_t lanes = static_cast<int64_t>(hn::Lanes(df));
-  const bool has_zp = c.zero_point != nullptr;
-  const auto value = [&](int64_t k, size_t n) -> VF {
-    if constexpr (IsIntegerIn(X)) {
-      return hn::ConvertTo(df, hn::Sub(LoadInt<kBits, IsSignedIn(X)>(src, src_index + k, n), hn::Load(di, e.zero_point + k)));
-    } else {
-      const VF d = DecodeX<X>(LoadCodes(static_cast<const uint8_t*>(src) + src_index + k, n));
-      if constexpr (X == T::kFloat4E2M1) return has_zp ? hn::Sub(d, hn::Load(df, e.float_zero_point + k)) : d;
-      return d;
-    }
-  };
-  const size_t full = static_cast<size_t>(lanes);
-  int64_t i = 0;
-  for (; i + 4 * lanes <= count; i += 4 * lanes) {
-    const VF d0 = value(i, full);
-    const VF d1 = value(i + lanes, full);
-    const VF d2 = value(i + 2 * lanes, full);
-    const VF d3 = value(i + 3 * lanes, full);
-    StoreY<Y>(hn::Mul(d0, hn::Load(df, e.scale + i)), y, first + i, full);
-    StoreY<Y>(hn::Mul(d1, hn::Load(df, e.scale + i + lanes)), y, first + i + lanes, full);
-    StoreY<Y>(hn::Mul(d2, hn::Load(df, e.scale + i + 2 * lanes)), y, first + i + 2 * lanes, full);
-    StoreY<Y>(hn::Mul(d3, hn::Load(df, e.scale + i + 3 * lanes)), y, first + i + 3 * lanes, full);
-  }
-  for (; i < count; i += lanes) {
-    const size_t n = static_cast<size_t>(std::min(lanes, count - i));
-    StoreY<Y>(hn::Mul(value(i, n), hn::Load(df, e.scale + i)), y, first + i, n);
-  }
+  DequantizeLoop<X, Y>(
+      c, src, src_index, first, count, y, [&](int64_t k) { return hn::Load(df, e.scale + k); },
+      [&](int64_t k) { return hn::Load(di, e.zero_point + k); }, [&](int64_t k) { return hn::Load(df, e.float_zero_point + k); });
 }
 
 /// Elements [begin, end) (begin a multiple of 4) of any plan, chunk by chunk.
