@@ -580,7 +580,11 @@ std::vector<int64_t> pick_param_shape(Input& in, const std::vector<int64_t>& x, 
       const int64_t b = block.value_or(0);
       int64_t& d = s[static_cast<size_t>(a)];
       if (b > 0 && d >= 0 && d <= INT64_MAX - b) d = (d + b - 1) / b;
-      if (mode == 5) d += (in.u8() % 3) - 1;  // off by one (or not)
+      if (mode == 5) {
+        // Off by one (or not), without overflowing the harness's own arithmetic at ±2^63.
+        const int delta = (in.u8() % 3) - 1;
+        if ((delta < 0 && d > INT64_MIN) || (delta > 0 && d < INT64_MAX)) d += delta;
+      }
       return s;
     }
     case 6: return {1, 1};
