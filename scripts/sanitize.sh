@@ -26,6 +26,14 @@ fuzz_seconds=${QDQ_FUZZ_SECONDS:-60}
 steps=${QDQ_SANITIZE_STEPS:-asan tsan fuzz}
 start=$SECONDS
 step() { printf '\n=== sanitize: %s (%ds)\n' "$1" $((SECONDS - start)); }
+# Whether build dir $1 defines target $2. The list is read whole before grep sees it: under
+# pipefail, `ninja ... | grep -q` is false whenever grep exits on its match before ninja has
+# finished writing (ninja dies of SIGPIPE), which silently dropped the TSan unit tests on CI.
+has_target() {
+  local listing
+  listing=$(ninja -C "$1" -t targets all 2> /dev/null) || return 1
+  grep -q "^$2:" <<< "$listing"
+}
 
 # Any report is fatal, and says where.
 export ASAN_OPTIONS=halt_on_error=1:abort_on_error=1:detect_leaks=1:strict_string_checks=1:detect_stack_use_after_return=1:check_initialization_order=1
@@ -48,9 +56,7 @@ fi
 if [[ $steps == *tsan* ]]; then
   step "TSan build (build/tsan)"
   cmake -S . -B build/tsan "${common[@]}" -DQDQ_SANITIZE=thread -DQDQ_BUILD_TOOLS=OFF > /dev/null
-  tsan_targets=(qdq_robustness_tests)
-  if ninja -C build/tsan -t targets all 2> /dev/null | grep -q '^qdq_unit_tests:'; then tsan_targets+=(qdq_unit_tests); fi
-  cmake --build build/tsan -j "$jobs" --target "${tsan_targets[@]}"
+  cmake --build build/tsan -j "$jobs" --target qdq_unit_tests qdq_robustness_tests
   step "TSan: unit tests (QDQ_NUM_THREADS=2) and threaded stress"
   (cd build/tsan && QDQ_NUM_THREADS=2 ctest --output-on-failure -j "$jobs" -R '^(unit|robustness_threads)$' --timeout 900)
 fi
@@ -65,7 +71,7 @@ if [[ $steps == *fuzz* ]]; then
                -DQDQ_BUILD_FUZZERS=ON -DQDQ_BUILD_TESTS=OFF)
   cmake "${fuzz_config[@]}" -DQDQ_SIMD=ON > /dev/null
   fuzzers=(fuzz_operators)
-  if ninja -C build/fuzz -t targets all 2> /dev/null | grep -q '^fuzz_onnx:'; then fuzzers+=(fuzz_onnx); fi
+  if has_target build/fuzz fuzz_onnx; then fuzzers+=(fuzz_onnx); fi
   if ! cmake --build build/fuzz -j "$jobs" --target "${fuzzers[@]}"; then
     # The fuzzers exist to compare the SIMD kernels with the scalar ones; without SIMD they still
     # fuzz validation, the scalar kernels and the ONNX reader, so fall back rather than give up.
