@@ -387,6 +387,16 @@ TEST(SimdKernelsTest, QuantizeExhaustiveHighBitsWithUnitScale) {
   }
 }
 
+/// The bytes of a 16-bit tensor holding every code 0..65535 in order (little endian).
+std::vector<uint8_t> every_16_bit_code() {
+  std::vector<uint8_t> bytes(size_t{2} << 16);
+  for (size_t i = 0; i < (size_t{1} << 16); ++i) {
+    bytes[2 * i] = static_cast<uint8_t>(i & 0xFF);
+    bytes[2 * i + 1] = static_cast<uint8_t>(i >> 8);
+  }
+  return bytes;
+}
+
 /// The 16-bit float outputs of dequantization and the 16-bit division types round exactly like the
 /// scalar encoder for every float32 with the 16 high bits given (see above).
 TEST(SimdKernelsTest, SixteenBitRoundingExhaustiveHighBits) {
@@ -394,12 +404,7 @@ TEST(SimdKernelsTest, SixteenBitRoundingExhaustiveHighBits) {
   const int64_t n = 1 << 16;
   for (T x_type : {T::kFloat16, T::kBFloat16}) {
     // Every 16-bit x code, divided in its own type by a few scales.
-    std::vector<uint8_t> bytes(static_cast<size_t>(2 * n));
-    for (int64_t i = 0; i < n; ++i) {
-      bytes[static_cast<size_t>(2 * i)] = static_cast<uint8_t>(i & 0xFF);
-      bytes[static_cast<size_t>(2 * i + 1)] = static_cast<uint8_t>(i >> 8);
-    }
-    const Tensor x{x_type, {n}, bytes};
+    const Tensor x{x_type, {n}, every_16_bit_code()};
     for (float scale_value : {1.0f, 0.1f, 3.0f, 1e-3f}) {
       const Tensor s{x_type, {}, make_float_tensor(x_type, {scale_value})};
       for (T y : {T::kInt16, T::kFloat8E5M2, T::kFloat8E4M3FN, T::kUint8}) {
@@ -421,12 +426,7 @@ TEST(SimdKernelsTest, SixteenBitRoundingExhaustiveHighBits) {
 /// every rounding boundary, the float16 subnormal range, overflow to ±inf and exact ties.
 TEST(SimdKernelsTest, DequantizeSixteenBitOutputsEveryInt16Code) {
   const int64_t n = 1 << 16;
-  std::vector<uint8_t> codes(static_cast<size_t>(2 * n));
-  for (int64_t i = 0; i < n; ++i) {
-    codes[static_cast<size_t>(2 * i)] = static_cast<uint8_t>(i & 0xFF);
-    codes[static_cast<size_t>(2 * i + 1)] = static_cast<uint8_t>(i >> 8);
-  }
-  const Tensor x{T::kInt16, {n}, codes};
+  const Tensor x{T::kInt16, {n}, every_16_bit_code()};
   // 2^-13: products k·2^-13 are float16 values or exact float16/bfloat16 ties for every k; 0x1p-24
   // and 0x1.8p-25: the float16 subnormals and their ties; 2.0: float16 overflow; 1e35 and 3e38:
   // bfloat16 overflow; the rest: products with random low bits.
@@ -440,6 +440,56 @@ TEST(SimdKernelsTest, DequantizeSixteenBitOutputsEveryInt16Code) {
       const TensorView sv = s.view();
       const DequantizeCall call = plan_dequantize(attributes, xv, sv, nullptr);
       expect_targets_match_scalar(call, n, {0, n}, describe_stream([&](std::ostream& o) { o << "y=" << data_type_name(y) << " scale " << scale_value; }));
+    }
+  }
+}
+
+/// NaN scales keep their payload in bfloat16 outputs as the scalar encoder keeps it (top payload
+/// bits, quiet), whatever their low bits: the vectorised kernels clean such scales before using the
+/// plain bit rounding. Signalling NaNs, NaNs whose rounding would carry into the sign, every scale
+/// type, one scale per tensor and one per row (short rows: expanded parameters; long: registers).
+TEST(SimdKernelsTest, DequantizeBFloat16OutputsKeepNaNScalePayloads) {
+  const uint32_t f32_nans[] = {0x7F800001u, 0x7FA12345u, 0x7FC0FFFFu, 0x7FFFFFFFu, 0xFFFFFFFFu, 0xFF80FFFFu, 0xFFC0A000u};
+  const uint16_t f16_nans[] = {0x7C01u, 0x7E00u, 0x7FFFu, 0xFC01u, 0xFFFFu};
+  const uint16_t bf16_nans[] = {0x7F81u, 0x7FC0u, 0x7FFFu, 0xFF81u, 0xFFFFu};
+  std::vector<std::pair<T, std::vector<uint8_t>>> scales;  // (type, bytes of one scale)
+  const auto bytes_of = [](const auto& value) {
+    std::vector<uint8_t> b(sizeof value);
+    std::memcpy(b.data(), &value, sizeof value);
+    return b;
+  };
+  for (uint32_t v : f32_nans) scales.emplace_back(T::kFloat, bytes_of(v));
+  for (uint16_t v : f16_nans) scales.emplace_back(T::kFloat16, bytes_of(v));
+  for (uint16_t v : bf16_nans) scales.emplace_back(T::kBFloat16, bytes_of(v));
+  for (const auto& [scale_type, one] : scales) {
+    for (T x_type : {T::kInt8, T::kUint4, T::kInt16}) {
+      for (const Shape& shape : {Shape{1000}, Shape{6, 40}, Shape{6, 512}}) {
+        std::mt19937 rng(11);
+        const int64_t n = count_of(shape);
+        const bool per_row = shape.size() == 2;
+        const Shape scale_shape = per_row ? Shape{shape[0]} : Shape{};
+        // Per row: NaN scales between ordinary ones (1.5 in the scale's type: exact in all three).
+        std::vector<uint8_t> scale_bytes;
+        const std::vector<uint8_t> ordinary = make_float_tensor(scale_type, {1.5f});
+        for (int64_t r = 0; r < count_of(scale_shape); ++r) {
+          const std::vector<uint8_t>& pick = (r % 2 == 0) ? one : ordinary;
+          scale_bytes.insert(scale_bytes.end(), pick.begin(), pick.end());
+        }
+        const Tensor x{x_type, shape, random_bytes(x_type, n, rng)};
+        const Tensor s{scale_type, scale_shape, scale_bytes};
+        DequantizeLinearAttributes attributes;
+        attributes.opset = 25;
+        attributes.axis = 0;
+        attributes.output_dtype = static_cast<int64_t>(T::kBFloat16);
+        const TensorView xv = x.view();
+        const TensorView sv = s.view();
+        const DequantizeCall call = plan_dequantize(attributes, xv, sv, nullptr);
+        expect_targets_match_scalar(call, n, task_bounds(n, rng), describe_stream([&](std::ostream& o) {
+                                      o << "x=" << data_type_name(x_type) << " scale=" << data_type_name(scale_type) << " bytes";
+                                      for (uint8_t b : one) o << ' ' << int{b};
+                                      o << " shape=" << shape_to_string(shape);
+                                    }));
+      }
     }
   }
 }

@@ -271,6 +271,19 @@ HWY_INLINE VF LoadHalf(const uint16_t* p, size_t n) {
   }
 }
 
+/// The float32 bits of v rounded to nearest even at bit 16: the high half is v's bfloat16 code, the
+/// low half is left over. Right for every v that is not a NaN (a carry moves into the exponent, up to
+/// ±inf, never into the sign). A NaN whose low 16 bits are zero — the result of any arithmetic on
+/// NaNs that came from bfloat16 or float8 codes, and the default NaN — keeps its high half, which is
+/// then its quiet bfloat16 code; other NaNs may come out as ±inf or the other sign's NaN, so callers
+/// either know their NaNs are of that kind or do not care about the result for NaN lanes.
+HWY_INLINE VU RoundBitsToBF16(VF v) {
+  const DU du;
+  const VU bits = hn::BitCast(du, v);
+  const VU odd = hn::And(hn::ShiftRight<16>(bits), hn::Set(du, 1u));
+  return hn::Add(bits, hn::Add(hn::Set(du, 0x7FFFu), odd));
+}
+
 /// The float16/bfloat16 codes of v (round to nearest even, overflow to ±inf), in the low 16 bits of
 /// u32 lanes: EncodeF<F>(v, false) for every v that is not a signalling NaN.
 template <class F>
@@ -279,9 +292,7 @@ HWY_INLINE VU EncodeHalf(VF v) {
   if constexpr (std::is_same_v<F, BFloat16Format>) {
     const DI di;
     const VU bits = hn::BitCast(du, v);
-    // Round to nearest even at bit 16; a carry moves into the exponent (up to +inf, never the sign).
-    const VU odd = hn::And(hn::ShiftRight<16>(bits), hn::Set(du, 1u));
-    const VU rounded = hn::ShiftRight<16>(hn::Add(bits, hn::Add(hn::Set(du, 0x7FFFu), odd)));
+    const VU rounded = hn::ShiftRight<16>(RoundBitsToBF16(v));
     const auto nan = hn::RebindMask(du, hn::Gt(hn::BitCast(di, hn::And(bits, hn::Set(du, 0x7FFFFFFFu))), hn::Set(di, 0x7F800000)));
     return hn::IfThenElse(nan, hn::Or(hn::ShiftRight<16>(bits), hn::Set(du, 0x40u)), rounded);
   } else {
@@ -406,6 +417,21 @@ HWY_INLINE void StoreInt16(VI v, void* base, int64_t index, size_t n) {
     const hn::Rebind<uint16_t, DF> d16;
     StorePartial(d16, hn::DemoteTo(d16, v), static_cast<uint16_t*>(base) + index, n);
   }
+}
+
+/// Stores 2·Lanes int32 values as 16-bit integers, saturated to int16 (Signed) or uint16.
+template <bool Signed>
+HWY_INLINE void StoreWords2(VI a, VI b, uint8_t* out) {
+#if HWY_TARGET == HWY_AVX2
+  const __m256i ab = Signed ? _mm256_packs_epi32(a.raw, b.raw) : _mm256_packus_epi32(a.raw, b.raw);
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(out), _mm256_permute4x64_epi64(ab, 0xD8));
+#elif HWY_TARGET == HWY_SSE4
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(out), Signed ? _mm_packs_epi32(a.raw, b.raw) : _mm_packus_epi32(a.raw, b.raw));
+#else
+  const size_t lanes = hn::Lanes(DI());
+  StoreInt16<Signed>(a, out, 0, lanes);
+  StoreInt16<Signed>(b, out + 2 * lanes, 0, lanes);
+#endif
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -45,13 +45,30 @@ HWY_INLINE VF DecodeX(VU codes) {
   return DecodeF<Float4E2M1Format>(codes);
 }
 
+/// A scale as the kernels multiply by it. For bfloat16 outputs a NaN scale gets its quiet bit and
+/// loses its low 16 bits, so that every NaN product has zero low bits (RoundBitsToBF16's condition:
+/// decoded float8 NaNs and the default NaN have them already) and still the bfloat16 code that
+/// EncodeHalf gives the product of the original scale (its top payload bits, quiet).
+template <T Y>
+HWY_INLINE VF ScaleForOutput(VF s) {
+  if constexpr (Y == T::kBFloat16) {
+    const DU du;
+    const VU cleaned = hn::And(hn::Or(hn::BitCast(du, s), hn::Set(du, 0x00400000u)), hn::Set(du, 0xFFFF0000u));
+    return hn::IfThenElse(hn::IsNaN(s), hn::BitCast(DF(), cleaned), s);
+  }
+  return s;
+}
+
+/// The bfloat16 codes of products of ScaleForOutput scales, in the low 16 bits of i32 lanes.
+HWY_INLINE VI BFloat16Codes(VF product) { return hn::BitCast(DI(), hn::ShiftRight<16>(RoundBitsToBF16(product))); }
+
 template <T Y>
 HWY_INLINE void StoreY(VF v, void* y, int64_t index, size_t n) {
   const DF df;
   if constexpr (Y == T::kFloat16) {
     StoreHalf<Float16Format>(v, static_cast<uint16_t*>(y) + index, n);
   } else if constexpr (Y == T::kBFloat16) {
-    StoreHalf<BFloat16Format>(v, static_cast<uint16_t*>(y) + index, n);
+    StoreInt16<false>(BFloat16Codes(v), y, index, n);
   } else {
     StorePartial(df, v, static_cast<float*>(y) + index, n);
   }
@@ -85,10 +102,18 @@ HWY_INLINE void DequantizeLoop(const DequantizeCall& c, const void* src, int64_t
     const VF d1 = value(i + lanes, full);
     const VF d2 = value(i + 2 * lanes, full);
     const VF d3 = value(i + 3 * lanes, full);
-    StoreY<Y>(hn::Mul(d0, scale(i)), y, first + i, full);
-    StoreY<Y>(hn::Mul(d1, scale(i + lanes)), y, first + i + lanes, full);
-    StoreY<Y>(hn::Mul(d2, scale(i + 2 * lanes)), y, first + i + 2 * lanes, full);
-    StoreY<Y>(hn::Mul(d3, scale(i + 3 * lanes)), y, first + i + 3 * lanes, full);
+    if constexpr (Y == T::kBFloat16) {
+      // Two vectors of codes per store.
+      uint8_t* out = static_cast<uint8_t*>(y) + 2 * (first + i);
+      StoreWords2<false>(BFloat16Codes(hn::Mul(d0, scale(i))), BFloat16Codes(hn::Mul(d1, scale(i + lanes))), out);
+      StoreWords2<false>(BFloat16Codes(hn::Mul(d2, scale(i + 2 * lanes))), BFloat16Codes(hn::Mul(d3, scale(i + 3 * lanes))),
+                         out + 4 * lanes);
+    } else {
+      StoreY<Y>(hn::Mul(d0, scale(i)), y, first + i, full);
+      StoreY<Y>(hn::Mul(d1, scale(i + lanes)), y, first + i + lanes, full);
+      StoreY<Y>(hn::Mul(d2, scale(i + 2 * lanes)), y, first + i + 2 * lanes, full);
+      StoreY<Y>(hn::Mul(d3, scale(i + 3 * lanes)), y, first + i + 3 * lanes, full);
+    }
   }
   for (; i < count; i += lanes) {
     const size_t n = static_cast<size_t>(std::min(lanes, count - i));
@@ -117,13 +142,13 @@ HWY_INLINE void DequantizeRun(const DequantizeCall& c, const void* src, int64_t 
     if constexpr (IsIntegerIn(X)) zp = hn::Set(di, static_cast<int32_t>(load_integer(c.zero_point, c.zero_point_type, param)));
     if constexpr (X == T::kFloat4E2M1) zpf = hn::Set(df, static_cast<float>(load_real(c.zero_point, T::kFloat4E2M1, param)));
   }
-  DequantizeRunWith<X, Y>(c, src, src_index, first, count, hn::Set(df, static_cast<float>(load_real(c.scale, c.scale_type, param))), zp,
-                          zpf, y);
+  DequantizeRunWith<X, Y>(c, src, src_index, first, count,
+                          ScaleForOutput<Y>(hn::Set(df, static_cast<float>(load_real(c.scale, c.scale_type, param)))), zp, zpf, y);
 }
 
-/// The scales and zero points of parameters [first, first + count), a vector at a time (whole
-/// vectors: the arrays have a vector of room past the count).
-template <T X>
+/// The scales (ScaleForOutput) and zero points of parameters [first, first + count), a vector at a
+/// time (whole vectors: the arrays have a vector of room past the count).
+template <T X, T Y>
 HWY_INLINE void LoadDequantizeParams(const DequantizeCall& c, int64_t first, int64_t count, float* scale, int32_t* zero_point,
                                      float* float_zero_point) {
   const DF df;
@@ -133,7 +158,7 @@ HWY_INLINE void LoadDequantizeParams(const DequantizeCall& c, int64_t first, int
   HWY_ALIGN uint8_t zp_codes[kBits < 8 ? ExpandedParams::kSize : 1];
   if (kBits < 8 && has_zp) UnpackCodes(static_cast<const uint8_t*>(c.zero_point), kBits, first, count, zp_codes);
   WithScaleType(c.scale_type, [&](auto scale_type) {
-    ForEachVector(count, [&](int64_t k, size_t n) { hn::StoreU(LoadScale<decltype(scale_type)::value>(c.scale, first + k, n), df, scale + k); });
+    ForEachVector(count, [&](int64_t k, size_t n) { hn::StoreU(ScaleForOutput<Y>(LoadScale<decltype(scale_type)::value>(c.scale, first + k, n)), df, scale + k); });
   });
   if constexpr (IsIntegerIn(X)) {
     if (!has_zp) {
@@ -189,7 +214,7 @@ HWY_INLINE void DequantizeGeneral(const DequantizeCall& c, void* y, int64_t begi
     if (expand) {
       ExpandParams<IsIntegerIn(X), X == T::kFloat4E2M1>(cursor, chunk, chunk_end, storage,
                                                          [&](int64_t first, int64_t count, float* scale, int32_t* zp, float* zpf) {
-                                                           LoadDequantizeParams<X>(c, first, count, scale, zp, zpf);
+                                                           LoadDequantizeParams<X, Y>(c, first, count, scale, zp, zpf);
                                                          });
       if constexpr (kBits < 8) {
         DequantizeExpanded<X, Y>(c, codes, 0, chunk, chunk_end - chunk, storage, y);
@@ -226,7 +251,7 @@ HWY_INLINE void DequantizeUniformBlocks(const DequantizeCall& c, void* y, int64_
     const int64_t piece_end = std::min(end, piece + span);
     const int64_t first_block = piece / block;
     const int64_t blocks = (piece_end - 1) / block - first_block + 1;
-    LoadDequantizeParams<X>(c, first_block, blocks, params.scale, params.zero_point, params.float_zero_point);
+    LoadDequantizeParams<X, Y>(c, first_block, blocks, params.scale, params.zero_point, params.float_zero_point);
     const void* src = c.x;
     int64_t src_base = 0;  // x element e is src[e - src_base]
     if constexpr (kBits < 8) {

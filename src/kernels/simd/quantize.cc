@@ -169,21 +169,6 @@ HWY_INLINE void StoreBytes4(VI a, VI b, VI c, VI d, uint8_t* out) {
 #endif
 }
 
-/// Stores 2·Lanes int32 values as 16-bit integers, saturated to int16 (Signed) or uint16.
-template <bool Signed>
-HWY_INLINE void StoreWords2(VI a, VI b, uint8_t* out) {
-#if HWY_TARGET == HWY_AVX2
-  const __m256i ab = Signed ? _mm256_packs_epi32(a.raw, b.raw) : _mm256_packus_epi32(a.raw, b.raw);
-  _mm256_storeu_si256(reinterpret_cast<__m256i*>(out), _mm256_permute4x64_epi64(ab, 0xD8));
-#elif HWY_TARGET == HWY_SSE4
-  _mm_storeu_si128(reinterpret_cast<__m128i*>(out), Signed ? _mm_packs_epi32(a.raw, b.raw) : _mm_packus_epi32(a.raw, b.raw));
-#else
-  const size_t lanes = hn::Lanes(DI());
-  StoreInt16<Signed>(a, out, 0, lanes);
-  StoreInt16<Signed>(b, out + 2 * lanes, 0, lanes);
-#endif
-}
-
 /// Packs 4·Lanes 4-bit codes (int32 lanes already in the output's range) into 2·Lanes bytes, the
 /// first code of each pair in the low nibble (ONNX layout).
 HWY_INLINE void StoreNibbles4(VI a, VI b, VI c, VI d, uint8_t* out) {
@@ -243,12 +228,35 @@ HWY_INLINE void StoreCrumbs4(VI a, VI b, VI c, VI d, uint8_t* out) {
 #endif
 }
 
+// No quantized output depends on a NaN's payload (integers take the minimum, float8 its NaN code,
+// FLOAT4E2M1 +6), only on its being a NaN: the quotient path below keeps NaNs NaN and no more.
+
+/// Lanes [0, n) of x from `index` as float32, to be divided. bfloat16 NaNs stay signalling (LoadFloat
+/// would quiet them): the division quiets them anyway.
+template <T X>
+HWY_INLINE VF LoadDividend(const void* x, int64_t index, size_t n) {
+  if constexpr (X == T::kBFloat16) {
+    const hn::Rebind<uint16_t, DF> d16;
+    return hn::BitCast(DF(), hn::ShiftLeft<16>(hn::PromoteTo(DU(), LoadPartial(d16, static_cast<const uint16_t*>(x) + index, n))));
+  }
+  return LoadFloat<X>(x, index, n);
+}
+
+/// A quotient rounded to the division type P. For bfloat16 the plain bit rounding is exact: every
+/// NaN quotient has zero low bits (its operands are bfloat16 values — x, and scales rounded by
+/// LoadScale — or it is the default NaN).
+template <T P>
+HWY_INLINE VF RoundQuotient(VF q) {
+  if constexpr (P == T::kBFloat16) return hn::BitCast(DF(), hn::And(RoundBitsToBF16(q), hn::Set(DU(), 0xFFFF0000u)));
+  return RoundToP<P>(q);
+}
+
 /// The quotient of x element `index` in P: x / divisor, or x · divisor when kReciprocal (see
 /// ExactReciprocal).
 template <T X, T P, bool kReciprocal>
 HWY_INLINE VF QuotientAt(const void* x, int64_t index, VF divisor) {
-  const VF v = LoadFloat<X>(x, index, hn::Lanes(DF()));
-  return RoundToP<P>(kReciprocal ? hn::Mul(v, divisor) : hn::Div(v, divisor));
+  const VF v = LoadDividend<X>(x, index, hn::Lanes(DF()));
+  return RoundQuotient<P>(kReciprocal ? hn::Mul(v, divisor) : hn::Div(v, divisor));
 }
 
 /// Where the output of element `at` starts in y (for 2/4-bit y, `at` starts a whole byte).
@@ -365,7 +373,7 @@ HWY_INLINE void QuantizeRun(const QuantizeCall& c, int64_t first, int64_t count,
   }
   for (; i < count; i += static_cast<int64_t>(lanes)) {
     const size_t n = static_cast<size_t>(std::min<int64_t>(static_cast<int64_t>(lanes), count - i));
-    const VF q = RoundToP<P>(hn::Div(LoadFloat<X>(c.x, first + i, n), scale));
+    const VF q = RoundQuotient<P>(hn::Div(LoadDividend<X>(c.x, first + i, n), scale));
     if constexpr (IsIntegerOut(Y)) {
       StoreOut<Y>(IntegerCodes<Y>(q, zp), out, out_index + i, n);
     } else if constexpr (Y == T::kFloat4E2M1) {
@@ -425,7 +433,7 @@ HWY_INLINE void QuantizeExpanded(const QuantizeCall& c, int64_t chunk, int64_t c
   const DI di;
   const int64_t lanes = static_cast<int64_t>(hn::Lanes(df));
   const bool has_zp = c.zero_point != nullptr;
-  const auto quotient = [&](int64_t i, size_t n) { return RoundToP<P>(hn::Div(LoadFloat<X>(c.x, chunk + i, n), hn::Load(df, e.scale + i))); };
+  const auto quotient = [&](int64_t i, size_t n) { return RoundQuotient<P>(hn::Div(LoadDividend<X>(c.x, chunk + i, n), hn::Load(df, e.scale + i))); };
   const auto float_code = [&](VF q, int64_t i) -> VI {
     if constexpr (Y == T::kFloat4E2M1) {
       return hn::BitCast(di, FloatCodes<Y>(has_zp ? hn::Add(q, hn::Load(df, e.float_zero_point + i)) : q, true));
