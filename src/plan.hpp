@@ -60,6 +60,16 @@ class SegmentCursor {
   [[gnu::always_inline]]
 #endif
   Segment next(int64_t first, int64_t limit) {
+    const Segment s = peek(first, limit);
+    if (plan_.granularity != Granularity::kPerTensor) advance(s.count);
+    return s;
+  }
+
+  /// The segment next() would return, without moving.
+#if defined(__GNUC__)
+  [[gnu::always_inline]]
+#endif
+  Segment peek(int64_t first, int64_t limit) const {
     const Plan& p = plan_;
     Segment s{limit - first, 0, 0};
     switch (p.granularity) {
@@ -82,7 +92,6 @@ class SegmentCursor {
         break;
       }
     }
-    advance(s.count);
     return s;
   }
 

@@ -211,7 +211,7 @@ void check_quantize(T x_type, T scale_type, T y_type, const Shape& shape, int64_
 }
 
 void check_dequantize(T x_type, T scale_type, T y_type, const Shape& shape, int64_t axis, int64_t block, bool with_zp,
-                      std::mt19937& rng) {
+                      std::mt19937& rng, bool one_task = false) {
   const int64_t n = count_of(shape);
   Shape scale_shape;
   if (block > 0) {
@@ -249,7 +249,8 @@ void check_dequantize(T x_type, T scale_type, T y_type, const Shape& shape, int6
   const TensorView zv = zp.view();
   const DequantizeCall call = plan_dequantize(attributes, xv, sv, with_zp ? &zv : nullptr);
 
-  expect_targets_match_scalar(call, n, task_bounds(n, rng), describe(x_type, scale_type, y_type, shape, axis, block, false, with_zp));
+  expect_targets_match_scalar(call, n, one_task ? std::vector<int64_t>{0, n} : task_bounds(n, rng),
+                              describe(x_type, scale_type, y_type, shape, axis, block, false, with_zp) + (one_task ? " one task" : ""));
 }
 
 const T kQuantizedTypes[] = {T::kUint8, T::kInt8, T::kUint16, T::kInt16, T::kUint4, T::kInt4, T::kUint2, T::kInt2,
@@ -311,6 +312,18 @@ TEST(SimdKernelsTest, LargePerAxisAndBlocked) {
       check_dequantize(x, T::kFloat, y, {65, 77}, 0, 32, !is_float8(x), rng);
       check_dequantize(x, T::kFloat, y, {3, 1500}, 1, 0, !is_float8(x), rng);
     }
+    // One task, so that whole chunks lie in one segment whose scales step by one (read in place),
+    // or hold long such segments next to short ones (expanded); per-axis along the last axis too.
+    for (T y : {T::kFloat, T::kFloat16, T::kBFloat16}) {
+      check_dequantize(x, T::kFloat, y, {70, 2101}, 0, 32, !is_float8(x), rng, true);
+      check_dequantize(x, T::kFloat, y, {40, 300}, 0, 7, !is_float8(x), rng, true);
+      check_dequantize(x, T::kFloat, y, {5, 701}, 1, 0, !is_float8(x), rng, true);
+    }
+  }
+  for (T x : {T::kFloat4E2M1, T::kInt16, T::kUint16, T::kUint2, T::kFloat8E5M2}) {
+    check_dequantize(x, T::kFloat, T::kFloat, {70, 2101}, 0, 32, !is_float8(x), rng, true);
+    check_dequantize(x, T::kFloat, T::kBFloat16, {40, 300}, 0, 7, !is_float8(x), rng, true);
+    check_dequantize(x, T::kFloat, T::kFloat16, {5, 701}, 1, 0, false, rng, true);
   }
 }
 

@@ -75,9 +75,9 @@ HWY_INLINE void StoreY(VF v, void* y, int64_t index, size_t n) {
 }
 
 /// Elements [first, first + count); x element first + i is read from src at src_index + i (src is
-/// x itself, or a buffer of unpacked codes for 2/4-bit x). scale(i), zero_point(i) and
-/// float_zero_point(i) give the parameters of the vector at i: a register for a run with one scale,
-/// loads for expanded parameters.
+/// x itself, or a buffer of unpacked codes for 2/4-bit x). scale(i, n), zero_point(i, n) and
+/// float_zero_point(i, n) give the parameters of the n-lane vector at i: a register for a run with
+/// one scale, loads for expanded parameters or parameters read in place.
 template <T X, T Y, class Scale, class ZeroPoint, class FloatZeroPoint>
 HWY_INLINE void DequantizeLoop(const DequantizeCall& c, const void* src, int64_t src_index, int64_t first, int64_t count, void* y,
                                Scale&& scale, ZeroPoint&& zero_point, FloatZeroPoint&& float_zero_point) {
@@ -87,10 +87,10 @@ HWY_INLINE void DequantizeLoop(const DequantizeCall& c, const void* src, int64_t
   const bool has_zp = c.zero_point != nullptr;
   const auto value = [&](int64_t k, size_t n) -> VF {
     if constexpr (IsIntegerIn(X)) {
-      return hn::ConvertTo(df, hn::Sub(LoadInt<kBits, IsSignedIn(X)>(src, src_index + k, n), zero_point(k)));
+      return hn::ConvertTo(df, hn::Sub(LoadInt<kBits, IsSignedIn(X)>(src, src_index + k, n), zero_point(k, n)));
     } else {
       const VF d = DecodeX<X>(LoadCodes(static_cast<const uint8_t*>(src) + src_index + k, n));
-      if constexpr (X == T::kFloat4E2M1) return has_zp ? hn::Sub(d, float_zero_point(k)) : d;
+      if constexpr (X == T::kFloat4E2M1) return has_zp ? hn::Sub(d, float_zero_point(k, n)) : d;
       return d;
     }
   };
@@ -105,19 +105,19 @@ HWY_INLINE void DequantizeLoop(const DequantizeCall& c, const void* src, int64_t
     if constexpr (Y == T::kBFloat16) {
       // Two vectors of codes per store.
       uint8_t* out = static_cast<uint8_t*>(y) + 2 * (first + i);
-      StoreWords2<false>(BFloat16Codes(hn::Mul(d0, scale(i))), BFloat16Codes(hn::Mul(d1, scale(i + lanes))), out);
-      StoreWords2<false>(BFloat16Codes(hn::Mul(d2, scale(i + 2 * lanes))), BFloat16Codes(hn::Mul(d3, scale(i + 3 * lanes))),
+      StoreWords2<false>(BFloat16Codes(hn::Mul(d0, scale(i, full))), BFloat16Codes(hn::Mul(d1, scale(i + lanes, full))), out);
+      StoreWords2<false>(BFloat16Codes(hn::Mul(d2, scale(i + 2 * lanes, full))), BFloat16Codes(hn::Mul(d3, scale(i + 3 * lanes, full))),
                          out + 4 * lanes);
     } else {
-      StoreY<Y>(hn::Mul(d0, scale(i)), y, first + i, full);
-      StoreY<Y>(hn::Mul(d1, scale(i + lanes)), y, first + i + lanes, full);
-      StoreY<Y>(hn::Mul(d2, scale(i + 2 * lanes)), y, first + i + 2 * lanes, full);
-      StoreY<Y>(hn::Mul(d3, scale(i + 3 * lanes)), y, first + i + 3 * lanes, full);
+      StoreY<Y>(hn::Mul(d0, scale(i, full)), y, first + i, full);
+      StoreY<Y>(hn::Mul(d1, scale(i + lanes, full)), y, first + i + lanes, full);
+      StoreY<Y>(hn::Mul(d2, scale(i + 2 * lanes, full)), y, first + i + 2 * lanes, full);
+      StoreY<Y>(hn::Mul(d3, scale(i + 3 * lanes, full)), y, first + i + 3 * lanes, full);
     }
   }
   for (; i < count; i += lanes) {
     const size_t n = static_cast<size_t>(std::min(lanes, count - i));
-    StoreY<Y>(hn::Mul(value(i, n), scale(i)), y, first + i, n);
+    StoreY<Y>(hn::Mul(value(i, n), scale(i, n)), y, first + i, n);
   }
 }
 
@@ -126,7 +126,8 @@ template <T X, T Y>
 HWY_INLINE void DequantizeRunWith(const DequantizeCall& c, const void* src, int64_t src_index, int64_t first, int64_t count, VF scale,
                                   VI zp, VF zpf, void* y) {
   DequantizeLoop<X, Y>(
-      c, src, src_index, first, count, y, [&](int64_t) { return scale; }, [&](int64_t) { return zp; }, [&](int64_t) { return zpf; });
+      c, src, src_index, first, count, y, [&](int64_t, size_t) { return scale; }, [&](int64_t, size_t) { return zp; },
+      [&](int64_t, size_t) { return zpf; });
 }
 
 /// DequantizeRunWith for a run whose scale and zero point are parameter `param`.
@@ -184,8 +185,43 @@ HWY_INLINE void DequantizeExpanded(const DequantizeCall& c, const void* src, int
   const DF df;
   const DI di;
   DequantizeLoop<X, Y>(
-      c, src, src_index, first, count, y, [&](int64_t k) { return hn::Load(df, e.scale + k); },
-      [&](int64_t k) { return hn::Load(di, e.zero_point + k); }, [&](int64_t k) { return hn::Load(df, e.float_zero_point + k); });
+      c, src, src_index, first, count, y, [&](int64_t k, size_t) { return hn::Load(df, e.scale + k); },
+      [&](int64_t k, size_t) { return hn::Load(di, e.zero_point + k); }, [&](int64_t k, size_t) { return hn::Load(df, e.float_zero_point + k); });
+}
+
+/// Segments at least this long read their parameters in place rather than expanding them (a whole
+/// chunk in one segment always does).
+constexpr int64_t kInPlaceMin = 256;
+
+/// Zero-point codes for calls without zero points, read in place like real ones.
+HWY_ALIGN constexpr uint8_t kZeroCodes[2 * kChunk] = {};
+
+/// Dequantizes elements [first, first + count) of one segment whose parameters step by one through
+/// a float32 scale tensor from `param` on (blocked along an axis other than the last, per-axis along
+/// the last): the scales and 8/16-bit zero points are read where they are instead of being expanded
+/// (2/4-bit zero points are unpacked, like x). x element first + i is read from src at src_index + i.
+template <T X, T Y>
+HWY_INLINE void DequantizeInPlace(const DequantizeCall& c, const void* src, int64_t src_index, int64_t first, int64_t count,
+                                  int64_t param, void* y) {
+  const DF df;
+  constexpr int kBits = InBits(X);
+  const float* scale = static_cast<const float*>(c.scale) + param;
+  HWY_ALIGN uint8_t zp_codes[kBits < 8 ? kChunk : 1];
+  const void* zp = kZeroCodes;
+  int64_t zp_index = 0;
+  if (c.zero_point != nullptr && (IsIntegerIn(X) || X == T::kFloat4E2M1)) {
+    if constexpr (kBits < 8) {
+      UnpackCodes(static_cast<const uint8_t*>(c.zero_point), kBits, param, count, zp_codes);
+      zp = zp_codes;
+    } else {
+      zp = c.zero_point;
+      zp_index = param;
+    }
+  }
+  DequantizeLoop<X, Y>(
+      c, src, src_index, first, count, y, [&](int64_t k, size_t n) { return ScaleForOutput<Y>(LoadPartial(df, scale + k, n)); },
+      [&](int64_t k, size_t n) { return LoadInt<kBits, IsSignedIn(X)>(zp, zp_index + k, n); },
+      [&](int64_t k, size_t n) { return DecodeF<Float4E2M1Format>(LoadCodes(static_cast<const uint8_t*>(zp) + k, n)); });
 }
 
 /// Elements [begin, end) (begin a multiple of 4) of any plan, chunk by chunk.
@@ -212,14 +248,29 @@ HWY_INLINE void DequantizeGeneral(const DequantizeCall& c, void* y, int64_t begi
       }
     }
     if (expand) {
-      ExpandParams<IsIntegerIn(X), X == T::kFloat4E2M1>(cursor, chunk, chunk_end, storage,
+      // Long segments whose float32 scales step by one read their parameters in place; whatever
+      // is left of the chunk is expanded.
+      int64_t position = chunk;
+      while (c.scale_type == T::kFloat && position < chunk_end) {
+        const Segment s = cursor.peek(position, chunk_end);
+        if (s.param_step != 1 || (s.count < kInPlaceMin && s.count != chunk_end - chunk)) break;
+        cursor.next(position, chunk_end);
+        if constexpr (kBits < 8) {
+          DequantizeInPlace<X, Y>(c, codes, position - chunk, position, s.count, s.param_index, y);
+        } else {
+          DequantizeInPlace<X, Y>(c, c.x, position, position, s.count, s.param_index, y);
+        }
+        position += s.count;
+      }
+      if (position == chunk_end) continue;
+      ExpandParams<IsIntegerIn(X), X == T::kFloat4E2M1>(cursor, position, chunk_end, storage,
                                                          [&](int64_t first, int64_t count, float* scale, int32_t* zp, float* zpf) {
                                                            LoadDequantizeParams<X, Y>(c, first, count, scale, zp, zpf);
                                                          });
       if constexpr (kBits < 8) {
-        DequantizeExpanded<X, Y>(c, codes, 0, chunk, chunk_end - chunk, storage, y);
+        DequantizeExpanded<X, Y>(c, codes, position - chunk, position, chunk_end - position, storage, y);
       } else {
-        DequantizeExpanded<X, Y>(c, c.x, chunk, chunk, chunk_end - chunk, storage, y);
+        DequantizeExpanded<X, Y>(c, c.x, position, position, chunk_end - position, storage, y);
       }
       continue;
     }
