@@ -168,7 +168,7 @@ void expect_targets_match_scalar(const Call& call, int64_t n, const std::vector<
 
 /// Runs the scalar kernel and every target's kernel on one QuantizeLinear call; expects equal bytes.
 void check_quantize(T x_type, T scale_type, T y_type, const Shape& shape, int64_t axis, int64_t block, bool saturate,
-                    bool with_zp, std::mt19937& rng) {
+                    bool with_zp, std::mt19937& rng, bool one_task = false) {
   const int64_t n = count_of(shape);
   Shape scale_shape;
   if (block > 0) {
@@ -207,7 +207,8 @@ void check_quantize(T x_type, T scale_type, T y_type, const Shape& shape, int64_
   const TensorView zv = zp.view();
   const QuantizeCall call = plan_quantize(attributes, xv, sv, with_zp ? &zv : nullptr);
 
-  expect_targets_match_scalar(call, n, task_bounds(n, rng), describe(x_type, scale_type, y_type, shape, axis, block, saturate, with_zp));
+  expect_targets_match_scalar(call, n, one_task ? std::vector<int64_t>{0, n} : task_bounds(n, rng),
+                              describe(x_type, scale_type, y_type, shape, axis, block, saturate, with_zp) + (one_task ? " one task" : ""));
 }
 
 void check_dequantize(T x_type, T scale_type, T y_type, const Shape& shape, int64_t axis, int64_t block, bool with_zp,
@@ -306,6 +307,17 @@ TEST(SimdKernelsTest, LargePerAxisAndBlocked) {
     check_quantize(T::kFloat, T::kFloat, y, {65, 77}, 0, 32, true, true, rng);
     check_quantize(T::kFloat, T::kFloat, y, {40, 256}, 1, 64, true, true, rng);  // uniform blocks, tasks cut inside blocks
   }
+  // One task, so that whole chunks lie in one segment whose scales step by one (read in place), or
+  // hold long such segments next to short ones (expanded); per-axis along the last axis too.
+  for (T y : kQuantizedTypes) {
+    for (T x : {T::kFloat, T::kBFloat16}) {
+      const bool with_zp = !is_float8(y);
+      check_quantize(x, T::kFloat, y, {70, 2101}, 0, 32, false, with_zp, rng, true);
+      check_quantize(x, T::kFloat, y, {40, 300}, 0, 7, true, with_zp, rng, true);
+      check_quantize(x, T::kFloat, y, {5, 701}, 1, 0, true, false, rng, true);
+    }
+  }
+  check_quantize(T::kFloat16, T::kFloat16, T::kInt8, {70, 2101}, 0, 32, false, true, rng, true);  // divides in float16
   for (T x : {T::kUint8, T::kInt8, T::kInt4, T::kUint4, T::kFloat8E4M3FN, T::kInt2}) {
     for (T y : {T::kFloat, T::kFloat16}) {
       check_dequantize(x, T::kFloat, y, {40, 256}, 1, 64, !is_float8(x), rng);

@@ -558,6 +558,46 @@ struct ExpandedParams {
   HWY_ALIGN float float_zero_point[kSize];  // FLOAT4E2M1
 };
 
+/// Segments at least this long whose parameters step by one read them in place rather than
+/// expanding them (a segment that covers a whole chunk always does): a copy into ExpandedParams
+/// costs as much as the loop that reads it.
+constexpr int64_t kInPlaceMin = 256;
+
+/// Calls in_place(position, segment) for the segments at the start of [chunk, chunk_end) that read
+/// float32 parameters in place (see kInPlaceMin), moving the cursor past them; returns where the
+/// rest of the chunk, to be expanded, starts.
+template <class InPlace>
+HWY_INLINE int64_t InPlaceSegments(SegmentCursor& cursor, bool float32_scales, int64_t chunk, int64_t chunk_end, InPlace&& in_place) {
+  int64_t position = chunk;
+  while (float32_scales && position < chunk_end) {
+    const Segment s = cursor.peek(position, chunk_end);
+    if (s.param_step != 1 || (s.count < kInPlaceMin && s.count != chunk_end - chunk)) break;
+    cursor.next(position, chunk_end);
+    in_place(position, s);
+    position += s.count;
+  }
+  return position;
+}
+
+/// Zero-point codes for calls without zero points, read in place like real ones.
+HWY_ALIGN constexpr uint8_t kZeroCodes[2 * kChunk] = {};
+
+/// Where LoadInt/LoadCodes read zero points [param, param + count) of `bits` bits in place: at
+/// base + index + k.
+struct ZeroPointsInPlace {
+  const void* base;
+  int64_t index;
+};
+
+/// The tensor itself for 8/16-bit zero points, `codes` (kChunk bytes) holding them unpacked for
+/// 2/4-bit ones, zeros where zero_point is null.
+HWY_INLINE ZeroPointsInPlace ZeroPointsFor(const void* zero_point, int bits, int64_t param, int64_t count, uint8_t* codes) {
+  if (zero_point == nullptr) return {kZeroCodes, 0};
+  if (bits >= 8) return {zero_point, param};
+  UnpackCodes(static_cast<const uint8_t*>(zero_point), bits, param, count, codes);
+  return {codes, 0};
+}
+
 /// Whether a plan is blocked along the last axis (inner == 1) with blocks that tile every row
 /// (D a multiple of B) and hold whole groups (B a multiple of `group`), its scales of shape
 /// [..., D / B]: then element e uses parameter e / B.

@@ -189,13 +189,6 @@ HWY_INLINE void DequantizeExpanded(const DequantizeCall& c, const void* src, int
       [&](int64_t k, size_t) { return hn::Load(di, e.zero_point + k); }, [&](int64_t k, size_t) { return hn::Load(df, e.float_zero_point + k); });
 }
 
-/// Segments at least this long read their parameters in place rather than expanding them (a whole
-/// chunk in one segment always does).
-constexpr int64_t kInPlaceMin = 256;
-
-/// Zero-point codes for calls without zero points, read in place like real ones.
-HWY_ALIGN constexpr uint8_t kZeroCodes[2 * kChunk] = {};
-
 /// Dequantizes elements [first, first + count) of one segment whose parameters step by one through
 /// a float32 scale tensor from `param` on (blocked along an axis other than the last, per-axis along
 /// the last): the scales and 8/16-bit zero points are read where they are instead of being expanded
@@ -207,21 +200,12 @@ HWY_INLINE void DequantizeInPlace(const DequantizeCall& c, const void* src, int6
   constexpr int kBits = InBits(X);
   const float* scale = static_cast<const float*>(c.scale) + param;
   HWY_ALIGN uint8_t zp_codes[kBits < 8 ? kChunk : 1];
-  const void* zp = kZeroCodes;
-  int64_t zp_index = 0;
-  if (c.zero_point != nullptr && (IsIntegerIn(X) || X == T::kFloat4E2M1)) {
-    if constexpr (kBits < 8) {
-      UnpackCodes(static_cast<const uint8_t*>(c.zero_point), kBits, param, count, zp_codes);
-      zp = zp_codes;
-    } else {
-      zp = c.zero_point;
-      zp_index = param;
-    }
-  }
+  const bool zp_used = IsIntegerIn(X) || X == T::kFloat4E2M1;
+  const ZeroPointsInPlace zp = ZeroPointsFor(zp_used ? c.zero_point : nullptr, kBits, param, count, zp_codes);
   DequantizeLoop<X, Y>(
       c, src, src_index, first, count, y, [&](int64_t k, size_t n) { return ScaleForOutput<Y>(LoadPartial(df, scale + k, n)); },
-      [&](int64_t k, size_t n) { return LoadInt<kBits, IsSignedIn(X)>(zp, zp_index + k, n); },
-      [&](int64_t k, size_t n) { return DecodeF<Float4E2M1Format>(LoadCodes(static_cast<const uint8_t*>(zp) + k, n)); });
+      [&](int64_t k, size_t n) { return LoadInt<kBits, IsSignedIn(X)>(zp.base, zp.index + k, n); },
+      [&](int64_t k, size_t n) { return DecodeF<Float4E2M1Format>(LoadCodes(static_cast<const uint8_t*>(zp.base) + k, n)); });
 }
 
 /// Elements [begin, end) (begin a multiple of 4) of any plan, chunk by chunk.
@@ -250,18 +234,13 @@ HWY_INLINE void DequantizeGeneral(const DequantizeCall& c, void* y, int64_t begi
     if (expand) {
       // Long segments whose float32 scales step by one read their parameters in place; whatever
       // is left of the chunk is expanded.
-      int64_t position = chunk;
-      while (c.scale_type == T::kFloat && position < chunk_end) {
-        const Segment s = cursor.peek(position, chunk_end);
-        if (s.param_step != 1 || (s.count < kInPlaceMin && s.count != chunk_end - chunk)) break;
-        cursor.next(position, chunk_end);
+      const int64_t position = InPlaceSegments(cursor, c.scale_type == T::kFloat, chunk, chunk_end, [&](int64_t at, const Segment& s) {
         if constexpr (kBits < 8) {
-          DequantizeInPlace<X, Y>(c, codes, position - chunk, position, s.count, s.param_index, y);
+          DequantizeInPlace<X, Y>(c, codes, at - chunk, at, s.count, s.param_index, y);
         } else {
-          DequantizeInPlace<X, Y>(c, c.x, position, position, s.count, s.param_index, y);
+          DequantizeInPlace<X, Y>(c, c.x, at, at, s.count, s.param_index, y);
         }
-        position += s.count;
-      }
+      });
       if (position == chunk_end) continue;
       ExpandParams<IsIntegerIn(X), X == T::kFloat4E2M1>(cursor, position, chunk_end, storage,
                                                          [&](int64_t first, int64_t count, float* scale, int32_t* zp, float* zpf) {

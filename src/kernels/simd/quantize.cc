@@ -423,20 +423,21 @@ HWY_INLINE void LoadQuantizeParams(const QuantizeCall& c, int64_t first, int64_t
   }
 }
 
-/// Quantizes elements [chunk, chunk + count) with expanded parameters; element chunk + i goes to
-/// out[out_index + i] (a code buffer for 2/4-bit y).
-template <T X, T P, T Y>
-HWY_INLINE void QuantizeExpanded(const QuantizeCall& c, int64_t chunk, int64_t count, const ExpandedParams& e, void* out,
-                                 int64_t out_index) {
+/// Quantizes elements [chunk, chunk + count); element chunk + i goes to out[out_index + i] (a code
+/// buffer for 2/4-bit y). divisor(i, n), zero_point(i, n) and float_zero_point(i, n) give the
+/// parameters of the n-lane vector at i: loads of expanded parameters, or of parameters in place.
+template <T X, T P, T Y, class Divisor, class ZeroPoint, class FloatZeroPoint>
+HWY_INLINE void QuantizeLoop(const QuantizeCall& c, int64_t chunk, int64_t count, Divisor&& divisor, ZeroPoint&& zero_point,
+                             FloatZeroPoint&& float_zero_point, void* out, int64_t out_index) {
   constexpr int kBits = OutBits(Y);
   const DF df;
   const DI di;
   const int64_t lanes = static_cast<int64_t>(hn::Lanes(df));
   const bool has_zp = c.zero_point != nullptr;
-  const auto quotient = [&](int64_t i, size_t n) { return RoundQuotient<P>(hn::Div(LoadDividend<X>(c.x, chunk + i, n), hn::Load(df, e.scale + i))); };
-  const auto float_code = [&](VF q, int64_t i) -> VI {
+  const auto quotient = [&](int64_t i, size_t n) { return RoundQuotient<P>(hn::Div(LoadDividend<X>(c.x, chunk + i, n), divisor(i, n))); };
+  const auto float_code = [&](VF q, int64_t i, size_t n) -> VI {
     if constexpr (Y == T::kFloat4E2M1) {
-      return hn::BitCast(di, FloatCodes<Y>(has_zp ? hn::Add(q, hn::Load(df, e.float_zero_point + i)) : q, true));
+      return hn::BitCast(di, FloatCodes<Y>(has_zp ? hn::Add(q, float_zero_point(i, n)) : q, true));
     } else {
       return hn::BitCast(di, FloatCodes<Y>(q, c.saturate));
     }
@@ -450,31 +451,60 @@ HWY_INLINE void QuantizeExpanded(const QuantizeCall& c, int64_t chunk, int64_t c
     const VF q2 = quotient(i + 2 * lanes, full);
     const VF q3 = quotient(i + 3 * lanes, full);
     if constexpr (kBits == 16) {
-      StoreWords2<IsSignedOut(Y)>(UnsaturatedCodes(q0, hn::Load(di, e.zero_point + i)), UnsaturatedCodes(q1, hn::Load(di, e.zero_point + i + lanes)),
+      StoreWords2<IsSignedOut(Y)>(UnsaturatedCodes(q0, zero_point(i, full)), UnsaturatedCodes(q1, zero_point(i + lanes, full)),
                                   o + 2 * i);
-      StoreWords2<IsSignedOut(Y)>(UnsaturatedCodes(q2, hn::Load(di, e.zero_point + i + 2 * lanes)),
-                                  UnsaturatedCodes(q3, hn::Load(di, e.zero_point + i + 3 * lanes)), o + 2 * i + 4 * lanes);
+      StoreWords2<IsSignedOut(Y)>(UnsaturatedCodes(q2, zero_point(i + 2 * lanes, full)),
+                                  UnsaturatedCodes(q3, zero_point(i + 3 * lanes, full)), o + 2 * i + 4 * lanes);
     } else if constexpr (kBits == 8 && IsIntegerOut(Y)) {
-      StoreBytes4<IsSignedOut(Y)>(UnsaturatedCodes(q0, hn::Load(di, e.zero_point + i)), UnsaturatedCodes(q1, hn::Load(di, e.zero_point + i + lanes)),
-                                  UnsaturatedCodes(q2, hn::Load(di, e.zero_point + i + 2 * lanes)),
-                                  UnsaturatedCodes(q3, hn::Load(di, e.zero_point + i + 3 * lanes)), o + i);
+      StoreBytes4<IsSignedOut(Y)>(UnsaturatedCodes(q0, zero_point(i, full)), UnsaturatedCodes(q1, zero_point(i + lanes, full)),
+                                  UnsaturatedCodes(q2, zero_point(i + 2 * lanes, full)),
+                                  UnsaturatedCodes(q3, zero_point(i + 3 * lanes, full)), o + i);
     } else if constexpr (IsIntegerOut(Y)) {
       const VI mask = hn::Set(di, (1 << kBits) - 1);
-      const auto code = [&](VF q, int64_t k) { return hn::And(IntegerCodes<Y>(q, hn::Load(di, e.zero_point + k)), mask); };
+      const auto code = [&](VF q, int64_t k) { return hn::And(IntegerCodes<Y>(q, zero_point(k, full)), mask); };
       StoreBytes4<false>(code(q0, i), code(q1, i + lanes), code(q2, i + 2 * lanes), code(q3, i + 3 * lanes), o + i);
     } else {
-      StoreBytes4<false>(float_code(q0, i), float_code(q1, i + lanes), float_code(q2, i + 2 * lanes), float_code(q3, i + 3 * lanes), o + i);
+      StoreBytes4<false>(float_code(q0, i, full), float_code(q1, i + lanes, full), float_code(q2, i + 2 * lanes, full),
+                         float_code(q3, i + 3 * lanes, full), o + i);
     }
   }
   for (; i < count; i += lanes) {
     const size_t n = static_cast<size_t>(std::min(lanes, count - i));
     const VF q = quotient(i, n);
     if constexpr (IsIntegerOut(Y)) {
-      StoreOut<Y>(IntegerCodes<Y>(q, hn::Load(di, e.zero_point + i)), out, out_index + i, n);
+      StoreOut<Y>(IntegerCodes<Y>(q, zero_point(i, n)), out, out_index + i, n);
     } else {
-      StoreOut<Y>(float_code(q, i), out, out_index + i, n);
+      StoreOut<Y>(float_code(q, i, n), out, out_index + i, n);
     }
   }
+}
+
+/// QuantizeLoop with expanded parameters.
+template <T X, T P, T Y>
+HWY_INLINE void QuantizeExpanded(const QuantizeCall& c, int64_t chunk, int64_t count, const ExpandedParams& e, void* out,
+                                 int64_t out_index) {
+  const DF df;
+  const DI di;
+  QuantizeLoop<X, P, Y>(
+      c, chunk, count, [&](int64_t k, size_t) { return hn::Load(df, e.scale + k); }, [&](int64_t k, size_t) { return hn::Load(di, e.zero_point + k); },
+      [&](int64_t k, size_t) { return hn::Load(df, e.float_zero_point + k); }, out, out_index);
+}
+
+/// QuantizeLoop over one segment whose parameters step by one through a float32 scale tensor from
+/// `param` on (blocked along an axis other than the last, per-axis along the last), dividing in
+/// float32: the parameters are read in place instead of being expanded.
+template <T X, T Y>
+HWY_INLINE void QuantizeInPlace(const QuantizeCall& c, int64_t first, int64_t count, int64_t param, void* out, int64_t out_index) {
+  const DF df;
+  constexpr int kBits = OutBits(Y);
+  const float* scale = static_cast<const float*>(c.scale) + param;
+  HWY_ALIGN uint8_t zp_codes[kBits < 8 ? kChunk : 1];
+  const bool zp_used = IsIntegerOut(Y) || Y == T::kFloat4E2M1;
+  const ZeroPointsInPlace zp = ZeroPointsFor(zp_used ? c.zero_point : nullptr, kBits, param, count, zp_codes);
+  QuantizeLoop<X, T::kFloat, Y>(
+      c, first, count, [&](int64_t k, size_t n) { return LoadPartial(df, scale + k, n); },
+      [&](int64_t k, size_t n) { return LoadInt<kBits, IsSignedOut(Y) && IsIntegerOut(Y)>(zp.base, zp.index + k, n); },
+      [&](int64_t k, size_t n) { return DecodeF<Float4E2M1Format>(LoadCodes(static_cast<const uint8_t*>(zp.base) + k, n)); }, out, out_index);
 }
 
 /// Elements [begin, end) (begin a multiple of 4) of any plan, chunk by chunk.
@@ -513,14 +543,28 @@ HWY_INLINE void QuantizeGeneral(const QuantizeCall& c, void* y, int64_t begin, i
   for (int64_t chunk = begin; chunk < end; chunk += kChunk) {
     const int64_t chunk_end = std::min(end, chunk + kChunk);
     if (params != nullptr) {
-      ExpandParams<IsIntegerOut(Y), Y == T::kFloat4E2M1>(
-          cursor, chunk, chunk_end, *params, [&](int64_t first, int64_t count, float* divisor, int32_t* zp, float* zpf) {
-            LoadQuantizeParams<P, Y>(c, first, count, divisor, zp, zpf);
-          });
-      if constexpr (kBits < 8) {
-        QuantizeExpanded<X, P, Y>(c, chunk, chunk_end - chunk, *params, codes, 0);
-      } else {
-        QuantizeExpanded<X, P, Y>(c, chunk, chunk_end - chunk, *params, y, chunk);
+      // Long segments whose float32 scales step by one (dividing in float32) read their parameters
+      // in place; whatever is left of the chunk is expanded.
+      int64_t position = chunk;
+      if constexpr (P == T::kFloat) {
+        position = InPlaceSegments(cursor, c.scale_type == T::kFloat, chunk, chunk_end, [&](int64_t at, const Segment& s) {
+          if constexpr (kBits < 8) {
+            QuantizeInPlace<X, Y>(c, at, s.count, s.param_index, codes, at - chunk);
+          } else {
+            QuantizeInPlace<X, Y>(c, at, s.count, s.param_index, y, at);
+          }
+        });
+      }
+      if (position < chunk_end) {
+        ExpandParams<IsIntegerOut(Y), Y == T::kFloat4E2M1>(
+            cursor, position, chunk_end, *params, [&](int64_t first, int64_t count, float* divisor, int32_t* zp, float* zpf) {
+              LoadQuantizeParams<P, Y>(c, first, count, divisor, zp, zpf);
+            });
+        if constexpr (kBits < 8) {
+          QuantizeExpanded<X, P, Y>(c, position, chunk_end - position, *params, codes, position - chunk);
+        } else {
+          QuantizeExpanded<X, P, Y>(c, position, chunk_end - position, *params, y, position);
+        }
       }
     }
     for (int64_t position = params != nullptr ? chunk_end : chunk; position < chunk_end;) {
