@@ -486,7 +486,9 @@ TEST(SimdKernelsTest, DequantizeBFloat16OutputsKeepNaNScalePayloads) {
   for (uint32_t v : f32_nans) scales.emplace_back(T::kFloat, bytes_of(v));
   for (uint16_t v : f16_nans) scales.emplace_back(T::kFloat16, bytes_of(v));
   for (uint16_t v : bf16_nans) scales.emplace_back(T::kBFloat16, bytes_of(v));
-  for (const auto& [scale_type, one] : scales) {
+  for (const auto& entry : scales) {
+    const T scale_type = entry.first;  // not a structured binding: clang 14 cannot capture those
+    const std::vector<uint8_t>& one = entry.second;
     for (T x_type : {T::kInt8, T::kUint4, T::kInt16}) {
       for (const Shape& shape : {Shape{1000}, Shape{6, 40}, Shape{6, 512}}) {
         std::mt19937 rng(11);

@@ -582,21 +582,40 @@ HWY_INLINE int64_t InPlaceSegments(SegmentCursor& cursor, bool float32_scales, i
 /// Zero-point codes for calls without zero points, read in place like real ones.
 HWY_ALIGN constexpr uint8_t kZeroCodes[2 * kChunk] = {};
 
-/// Where LoadInt/LoadCodes read zero points [param, param + count) of `bits` bits in place: at
-/// base + index + k.
-struct ZeroPointsInPlace {
-  const void* base;
-  int64_t index;
-};
+/// The parameters of a segment whose float32 scales and zero points (of `kBits` bits, sign-extended
+/// when kSigned) step by one from `param` on, read in place: scales and 8/16-bit zero points where
+/// they are, 2/4-bit zero points unpacked once (at most kChunk), zeros where zero_point is null.
+/// The accessors give the n-lane vector at segment element k, as the loops take them.
+template <int kBits, bool kSigned>
+class InPlaceParams {
+ public:
+  InPlaceParams(const void* scale, const void* zero_point, int64_t param, int64_t count)
+      : scale_(static_cast<const float*>(scale) + param) {
+    if (zero_point == nullptr) {
+      zero_point_ = kZeroCodes;
+    } else if constexpr (kBits >= 8) {
+      zero_point_ = zero_point;
+      zero_point_index_ = param;
+    } else {
+      UnpackCodes(static_cast<const uint8_t*>(zero_point), kBits, param, count, codes_);
+      zero_point_ = codes_;
+    }
+  }
+  InPlaceParams(const InPlaceParams&) = delete;
+  InPlaceParams& operator=(const InPlaceParams&) = delete;
 
-/// The tensor itself for 8/16-bit zero points, `codes` (kChunk bytes) holding them unpacked for
-/// 2/4-bit ones, zeros where zero_point is null.
-HWY_INLINE ZeroPointsInPlace ZeroPointsFor(const void* zero_point, int bits, int64_t param, int64_t count, uint8_t* codes) {
-  if (zero_point == nullptr) return {kZeroCodes, 0};
-  if (bits >= 8) return {zero_point, param};
-  UnpackCodes(static_cast<const uint8_t*>(zero_point), bits, param, count, codes);
-  return {codes, 0};
-}
+  VF Scale(int64_t k, size_t n) const { return LoadPartial(DF(), scale_ + k, n); }
+  VI ZeroPoint(int64_t k, size_t n) const { return LoadInt<kBits, kSigned>(zero_point_, zero_point_index_ + k, n); }
+  VF Float4ZeroPoint(int64_t k, size_t n) const {
+    return DecodeF<Float4E2M1Format>(LoadCodes(static_cast<const uint8_t*>(zero_point_) + k, n));
+  }
+
+ private:
+  const float* scale_;
+  const void* zero_point_ = nullptr;
+  int64_t zero_point_index_ = 0;
+  HWY_ALIGN uint8_t codes_[kBits < 8 ? kChunk : 1];
+};
 
 /// Whether a plan is blocked along the last axis (inner == 1) with blocks that tile every row
 /// (D a multiple of B) and hold whole groups (B a multiple of `group`), its scales of shape

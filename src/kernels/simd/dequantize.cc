@@ -196,16 +196,11 @@ HWY_INLINE void DequantizeExpanded(const DequantizeCall& c, const void* src, int
 template <T X, T Y>
 HWY_INLINE void DequantizeInPlace(const DequantizeCall& c, const void* src, int64_t src_index, int64_t first, int64_t count,
                                   int64_t param, void* y) {
-  const DF df;
-  constexpr int kBits = InBits(X);
-  const float* scale = static_cast<const float*>(c.scale) + param;
-  HWY_ALIGN uint8_t zp_codes[kBits < 8 ? kChunk : 1];
   const bool zp_used = IsIntegerIn(X) || X == T::kFloat4E2M1;
-  const ZeroPointsInPlace zp = ZeroPointsFor(zp_used ? c.zero_point : nullptr, kBits, param, count, zp_codes);
+  const InPlaceParams<InBits(X), IsSignedIn(X)> p(c.scale, zp_used ? c.zero_point : nullptr, param, count);
   DequantizeLoop<X, Y>(
-      c, src, src_index, first, count, y, [&](int64_t k, size_t n) { return ScaleForOutput<Y>(LoadPartial(df, scale + k, n)); },
-      [&](int64_t k, size_t n) { return LoadInt<kBits, IsSignedIn(X)>(zp.base, zp.index + k, n); },
-      [&](int64_t k, size_t n) { return DecodeF<Float4E2M1Format>(LoadCodes(static_cast<const uint8_t*>(zp.base) + k, n)); });
+      c, src, src_index, first, count, y, [&](int64_t k, size_t n) { return ScaleForOutput<Y>(p.Scale(k, n)); },
+      [&](int64_t k, size_t n) { return p.ZeroPoint(k, n); }, [&](int64_t k, size_t n) { return p.Float4ZeroPoint(k, n); });
 }
 
 /// Elements [begin, end) (begin a multiple of 4) of any plan, chunk by chunk.

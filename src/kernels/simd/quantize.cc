@@ -495,16 +495,11 @@ HWY_INLINE void QuantizeExpanded(const QuantizeCall& c, int64_t chunk, int64_t c
 /// float32: the parameters are read in place instead of being expanded.
 template <T X, T Y>
 HWY_INLINE void QuantizeInPlace(const QuantizeCall& c, int64_t first, int64_t count, int64_t param, void* out, int64_t out_index) {
-  const DF df;
-  constexpr int kBits = OutBits(Y);
-  const float* scale = static_cast<const float*>(c.scale) + param;
-  HWY_ALIGN uint8_t zp_codes[kBits < 8 ? kChunk : 1];
   const bool zp_used = IsIntegerOut(Y) || Y == T::kFloat4E2M1;
-  const ZeroPointsInPlace zp = ZeroPointsFor(zp_used ? c.zero_point : nullptr, kBits, param, count, zp_codes);
+  const InPlaceParams<OutBits(Y), IsSignedOut(Y) && IsIntegerOut(Y)> p(c.scale, zp_used ? c.zero_point : nullptr, param, count);
   QuantizeLoop<X, T::kFloat, Y>(
-      c, first, count, [&](int64_t k, size_t n) { return LoadPartial(df, scale + k, n); },
-      [&](int64_t k, size_t n) { return LoadInt<kBits, IsSignedOut(Y) && IsIntegerOut(Y)>(zp.base, zp.index + k, n); },
-      [&](int64_t k, size_t n) { return DecodeF<Float4E2M1Format>(LoadCodes(static_cast<const uint8_t*>(zp.base) + k, n)); }, out, out_index);
+      c, first, count, [&](int64_t k, size_t n) { return p.Scale(k, n); }, [&](int64_t k, size_t n) { return p.ZeroPoint(k, n); },
+      [&](int64_t k, size_t n) { return p.Float4ZeroPoint(k, n); }, out, out_index);
 }
 
 /// Elements [begin, end) (begin a multiple of 4) of any plan, chunk by chunk.
