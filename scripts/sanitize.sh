@@ -2,7 +2,7 @@
 # Sanitizers and fuzzers (called by scripts/test.sh; also runs on its own). Exits non-zero on any
 # sanitizer report, test failure or fuzzer crash.
 #
-#   1. ASan + UBSan (clang, build/asan, -O1 -g): the whole ctest suite except
+#   1. ASan + UBSan (clang, build/asan, -O1 -g, also the fuzzer build): the whole ctest suite except
 #        - label `large` (4-6 GiB tensors; ASan's shadow memory and slowdown make them impractical,
 #          and they run in the release build),
 #        - label `consumer` (they configure and build separate projects against a plain install:
@@ -12,10 +12,12 @@
 #          tests here cover).
 #   2. TSan (GCC, build/tsan): the unit tests with QDQ_NUM_THREADS=2 and the threaded stress test
 #      (ctest label `threads`).
-#   3. libFuzzer (clang, build/fuzz, with ASan + UBSan): fuzz_operators and fuzz_onnx, each for
-#      QDQ_FUZZ_SECONDS (default 60) from the committed seed corpus, side by side on two cores.
-#      Execution counts go to build/fuzz/fuzz-stats.txt; a crash input is saved as
-#      build/fuzz/crash-* (commit it under tests/robustness/regressions/<target>/ once fixed).
+#   3. libFuzzer (the same build/asan, whose library and harness carry the fuzzers' coverage
+#      instrumentation: one clang build serves both, which saves a build of the SIMD kernels):
+#      fuzz_operators and fuzz_onnx, each for QDQ_FUZZ_SECONDS (default 60) from the committed seed
+#      corpus, side by side on two cores. Execution counts go to build/asan/fuzz-stats.txt; a crash
+#      input is saved as build/asan/fuzz_*-crash-* (commit it under
+#      tests/robustness/regressions/<target>/ once fixed).
 #
 # Environment: QDQ_JOBS (build parallelism, default nproc), QDQ_FUZZ_SECONDS, QDQ_SANITIZE_STEPS
 # (any of "asan tsan fuzz", default all three).
@@ -43,12 +45,23 @@ export TSAN_OPTIONS=halt_on_error=1:abort_on_error=1:exitcode=66:second_deadlock
 common=(-G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g"
         -DQDQ_BUILD_PYTHON=OFF -DQDQ_BUILD_BENCH=OFF -DQDQ_INSTALL=OFF -DQDQ_SIMD_TARGETS=AVX2)
 
-if [[ $steps == *asan* ]]; then
-  step "ASan + UBSan build (build/asan)"
+if [[ $steps == *asan* || $steps == *fuzz* ]]; then
+  if ! command -v clang++ > /dev/null; then
+    echo "sanitize: clang++ not found (scripts/setup.sh installs clang)" >&2
+    exit 1
+  fi
+  step "ASan + UBSan build with the fuzzers (build/asan, clang)"
   # clang: GCC's UBSan instrumentation makes the SIMD kernels' translation units take minutes each.
-  cmake -S . -B build/asan "${common[@]}" -DQDQ_SANITIZE=address -DCMAKE_CXX_COMPILER=clang++ > /dev/null
-  # Everything the remaining tests need (consumer tests build their own projects; not run here).
-  cmake --build build/asan -j "$jobs"
+  cmake -S . -B build/asan "${common[@]}" -DQDQ_SANITIZE=address -DCMAKE_CXX_COMPILER=clang++ -DQDQ_BUILD_FUZZERS=ON > /dev/null
+  if [[ $steps == *asan* ]]; then
+    # Everything the remaining tests need (consumer tests build their own projects; not run here).
+    cmake --build build/asan -j "$jobs"
+  else
+    cmake --build build/asan -j "$jobs" --target fuzz_operators $(has_target build/asan fuzz_onnx && echo fuzz_onnx)
+  fi
+fi
+
+if [[ $steps == *asan* ]]; then
   step "ASan + UBSan: ctest (all but large, consumer)"
   (cd build/asan && ctest --output-on-failure -j "$jobs" -LE 'large|consumer' --timeout 900)
 fi
@@ -62,40 +75,24 @@ if [[ $steps == *tsan* ]]; then
 fi
 
 if [[ $steps == *fuzz* ]]; then
-  if ! command -v clang++ > /dev/null; then
-    echo "sanitize: clang++ not found; fuzzers not built (scripts/setup.sh installs clang)" >&2
-    exit 1
-  fi
-  step "libFuzzer build (build/fuzz, clang, ASan + UBSan)"
-  fuzz_config=(-S . -B build/fuzz "${common[@]}" -DCMAKE_CXX_COMPILER=clang++ -DQDQ_SANITIZE=address
-               -DQDQ_BUILD_FUZZERS=ON -DQDQ_BUILD_TESTS=OFF)
-  cmake "${fuzz_config[@]}" -DQDQ_SIMD=ON > /dev/null
   fuzzers=(fuzz_operators)
-  if has_target build/fuzz fuzz_onnx; then fuzzers+=(fuzz_onnx); fi
-  if ! cmake --build build/fuzz -j "$jobs" --target "${fuzzers[@]}"; then
-    # The fuzzers exist to compare the SIMD kernels with the scalar ones; without SIMD they still
-    # fuzz validation, the scalar kernels and the ONNX reader, so fall back rather than give up.
-    echo "sanitize: WARNING: the fuzzers do not build with clang and QDQ_SIMD=ON (see above);" \
-         "building them without SIMD: the SIMD-vs-scalar differential check is NOT exercised" >&2
-    cmake "${fuzz_config[@]}" -DQDQ_SIMD=OFF > /dev/null
-    cmake --build build/fuzz -j "$jobs" --target "${fuzzers[@]}"
-  fi
+  if has_target build/asan fuzz_onnx; then fuzzers+=(fuzz_onnx); fi
 
   step "libFuzzer: ${fuzzers[*]}, ${fuzz_seconds}s each, side by side"
-  stats=build/fuzz/fuzz-stats.txt
+  stats=build/asan/fuzz-stats.txt
   : > "$stats"
   pids=()
   for f in "${fuzzers[@]}"; do
     corpus_name=${f#fuzz_}
-    work=build/fuzz/corpus-$corpus_name
+    work=build/asan/corpus-$corpus_name
     rm -rf "$work" && mkdir -p "$work"
     # -max_len: the operator harness reads ~40-120 bytes; ONNX seeds are up to a few hundred.
     max_len=256
     [[ $f == fuzz_onnx ]] && max_len=4096
     (
-      "build/fuzz/fuzz/$f" "$work" "fuzz/corpus/$corpus_name" \
+      "build/asan/fuzz/$f" "$work" "fuzz/corpus/$corpus_name" \
         -max_total_time="$fuzz_seconds" -timeout=10 -rss_limit_mb=4096 -max_len=$max_len \
-        -artifact_prefix="build/fuzz/$f-" -print_final_stats=1 > "build/fuzz/$f.log" 2>&1
+        -artifact_prefix="build/asan/$f-" -print_final_stats=1 > "build/asan/$f.log" 2>&1
     ) &
     pids+=($!)
   done
@@ -105,12 +102,12 @@ if [[ $steps == *fuzz* ]]; then
     if ! wait "${pids[$i]}"; then
       status=1
       echo "sanitize: $f found a problem:" >&2
-      grep -E 'ERROR|runtime error|invariant|SUMMARY|Test unit written|==[0-9]+==' "build/fuzz/$f.log" | head -40 >&2 || true
+      grep -E 'ERROR|runtime error|invariant|SUMMARY|Test unit written|==[0-9]+==' "build/asan/$f.log" | head -40 >&2 || true
     fi
-    runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "build/fuzz/$f.log" | tail -1)
-    rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "build/fuzz/$f.log" | tail -1)
-    cov=$(grep -oE 'cov: [0-9]+' "build/fuzz/$f.log" | tail -1 || true)
-    corpus=$(ls "build/fuzz/corpus-${f#fuzz_}" | wc -l)
+    runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "build/asan/$f.log" | tail -1)
+    rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "build/asan/$f.log" | tail -1)
+    cov=$(grep -oE 'cov: [0-9]+' "build/asan/$f.log" | tail -1 || true)
+    corpus=$(ls "build/asan/corpus-${f#fuzz_}" | wc -l)
     printf '%s: %s executions in %ss (%s/s), %s, %s corpus inputs\n' "$f" "${runs:-?}" "$fuzz_seconds" "${rate:-?}" "${cov:-cov: ?}" "$corpus" | tee -a "$stats"
   done
   ((status == 0)) || exit 1
