@@ -169,6 +169,18 @@ HWY_INLINE void StoreBytes4(VI a, VI b, VI c, VI d, uint8_t* out) {
 #endif
 }
 
+/// Packs 4·Lanes codes of kBits (2 or 4) bits, int32 lanes already in the output's range, in ONNX
+/// layout: the portable form of StoreNibbles4/StoreCrumbs4 (one code per byte, then whole bytes).
+template <int kBits>
+HWY_INLINE void StorePackedCodes4(VI a, VI b, VI c, VI d, uint8_t* out) {
+  const DI di;
+  const int64_t lanes = static_cast<int64_t>(hn::Lanes(di));
+  HWY_ALIGN uint8_t codes[4 * HWY_MAX_BYTES / 4];
+  const VI mask = hn::Set(di, (1 << kBits) - 1);
+  StoreBytes4<false>(hn::And(a, mask), hn::And(b, mask), hn::And(c, mask), hn::And(d, mask), codes);
+  PackWholeBytes(codes, kBits, 4 * lanes * kBits / 8, out);
+}
+
 /// Packs 4·Lanes 4-bit codes (int32 lanes already in the output's range) into 2·Lanes bytes, the
 /// first code of each pair in the low nibble (ONNX layout).
 HWY_INLINE void StoreNibbles4(VI a, VI b, VI c, VI d, uint8_t* out) {
@@ -187,12 +199,7 @@ HWY_INLINE void StoreNibbles4(VI a, VI b, VI c, VI d, uint8_t* out) {
                                      _mm_and_si128(_mm_srli_epi16(bytes, 4), _mm_set1_epi16(0x00F0)));
   _mm_storel_epi64(reinterpret_cast<__m128i*>(out), _mm_packus_epi16(pairs, pairs));
 #else
-  const DI di;
-  const size_t lanes = hn::Lanes(di);
-  HWY_ALIGN uint8_t codes[4 * HWY_MAX_BYTES / 4];
-  const VI mask = hn::Set(di, 0xF);
-  StoreBytes4<false>(hn::And(a, mask), hn::And(b, mask), hn::And(c, mask), hn::And(d, mask), codes);
-  PackWholeBytes(codes, 4, static_cast<int64_t>(2 * lanes), out);
+  StorePackedCodes4<4>(a, b, c, d, out);
 #endif
 }
 
@@ -219,12 +226,7 @@ HWY_INLINE void StoreCrumbs4(VI a, VI b, VI c, VI d, uint8_t* out) {
   std::memcpy(out, &packed, 4);
 #endif
 #else
-  const DI di;
-  const size_t lanes = hn::Lanes(di);
-  HWY_ALIGN uint8_t codes[4 * HWY_MAX_BYTES / 4];
-  const VI mask = hn::Set(di, 3);
-  StoreBytes4<false>(hn::And(a, mask), hn::And(b, mask), hn::And(c, mask), hn::And(d, mask), codes);
-  PackWholeBytes(codes, 2, static_cast<int64_t>(lanes), out);
+  StorePackedCodes4<2>(a, b, c, d, out);
 #endif
 }
 
