@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Installs everything qdq builds and tests with, from Debian 12's packages. Run as root.
+# Installs everything qdq builds and tests with: Debian 12 packages, and the PyPI oracles in build/venv.
+# Run as root.
 set -euo pipefail
+cd "$(dirname "$0")/.."
 
 packages=(
   build-essential cmake ninja-build pkg-config git
@@ -25,4 +27,21 @@ if ((${#missing[@]})); then
   apt-get install -y -qq --no-install-recommends "${packages[@]}" >/dev/null
   apt-get install -y -qq --no-install-recommends "${optional[@]}" >/dev/null || echo "setup: optional packages not installed: ${optional[*]}"
 fi
-echo "setup: all build and test dependencies are installed"
+
+# The oracles and peers from PyPI (onnx's reference evaluator and checker, ONNX Runtime, ml_dtypes,
+# NumPy 2) live in a virtual environment of the project's own, built on Debian's python3 so that
+# extensions built against python3-dev load in it. A failed install fails the setup: no test may be
+# skipped silently because an oracle is missing.
+venv=build/venv
+requirements=scripts/requirements-test.txt
+stamp=$venv/.requirements
+if [[ ! -x $venv/bin/python ]] || ! cmp -s "$requirements" "$stamp"; then
+  rm -rf "$venv"
+  /usr/bin/python3 -m venv "$venv"
+  "$venv/bin/python" -m pip install --quiet --disable-pip-version-check -r "$requirements"
+  cp "$requirements" "$stamp"
+fi
+"$venv/bin/python" -c 'import numpy, ml_dtypes, onnx, onnxruntime, pytest' \
+  || { echo "setup: the PyPI packages in $venv do not import" >&2; exit 1; }
+echo "setup: all build and test dependencies are installed ($venv: $("$venv/bin/python" -c \
+  'import numpy, onnx, onnxruntime, ml_dtypes; print(f"numpy {numpy.__version__}, onnx {onnx.__version__}, onnxruntime {onnxruntime.__version__}, ml_dtypes {ml_dtypes.__version__}")'))"
