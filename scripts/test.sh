@@ -18,6 +18,9 @@ step "ctest (release)"
 step "ONNX conformance suite through the CLI"
 ./build/release/tools/qdq/qdq test tests/data/onnx-node
 
+step "model-level tests (qdq CLI on ONNX models; onnx and onnxruntime from build/venv)"
+build/venv/bin/python -m pytest -q tests/model
+
 if [[ -x scripts/check_docs.sh ]]; then
   step "API reference (doxygen, no warnings)"
   bash scripts/check_docs.sh
