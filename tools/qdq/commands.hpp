@@ -50,6 +50,11 @@ Command register_quantize(CLI::App& app, const GlobalOptions& globals);
 /// built with QDQ_BUILD_BENCH).
 Command register_bench(CLI::App& app, const GlobalOptions& globals);
 
+/// Installs SIGINT/SIGTERM/SIGHUP handlers that remove the staged files of every qdq::onnx::ModelWriter
+/// (qdq::onnx::remove_temporary_model_files) and then re-raise the signal. For subcommands that write
+/// models (cmd_quantize.cpp). Not thread-safe; call before writing.
+void install_model_write_cleanup();
+
 /// Prints "qdq: MESSAGE" as exactly one line on stderr (newlines in MESSAGE become spaces).
 /// Thread-compatible; never throws.
 void report_error(std::string_view message) noexcept;
