@@ -809,6 +809,7 @@ struct PlannedNode {
 struct Planner {
   int64_t from_opset = 0;
   int64_t to_opset = 0;
+  bool legacy_ir = false;  // the converted model's IR version is below 4
   TypeMap types;
   NameSource names;
   std::vector<PlannedNode> planned;  // in the order graphs are finished: subgraphs before their parents
@@ -910,6 +911,11 @@ struct Planner {
       rewritten = step.node.SerializeAsString() != node.SerializeAsString();
     }
     if (!rewritten) return;
+    if (legacy_ir && !step.tensors.empty() && depth > 0) {
+      fail("IR version " + std::to_string(ir_version_for(to_opset)) +
+           " needs initializers to be graph inputs, which a subgraph cannot add");
+      return;
+    }
     if (step.notes.empty()) step.notes.push_back("attributes updated");
     std::string change = node.op_type() + " " + label + ": " + from_text + " -> " + op + "-" + std::to_string(current);
     for (size_t k = 0; k < step.notes.size(); ++k) change += (k == 0 ? ": " : "; ") + step.notes[k];
@@ -919,7 +925,7 @@ struct Planner {
 };
 
 // Replaces the planned nodes of one graph (all entries share `graph`), keeping the node order.
-void apply_to_graph(::onnx::GraphProto& graph, std::vector<PlannedNode*>& entries) {
+void apply_to_graph(::onnx::GraphProto& graph, std::vector<PlannedNode*>& entries, bool legacy_ir) {
   std::sort(entries.begin(), entries.end(), [](auto* a, auto* b) { return a->index < b->index; });
   google::protobuf::RepeatedPtrField<::onnx::NodeProto> old;
   old.Swap(graph.mutable_node());
@@ -930,7 +936,17 @@ void apply_to_graph(::onnx::GraphProto& graph, std::vector<PlannedNode*>& entrie
       for (auto& n : step.before) *graph.add_node() = std::move(n);
       *graph.add_node() = std::move(step.node);
       for (auto& n : step.after) *graph.add_node() = std::move(n);
-      for (auto& t : step.tensors) *graph.add_initializer() = std::move(t);
+      for (auto& t : step.tensors) {
+        if (legacy_ir) {  // before IR 4 every initializer is also a graph input
+          auto* input = graph.add_input();
+          input->set_name(t.name());
+          auto* type = input->mutable_type()->mutable_tensor_type();
+          type->set_elem_type(t.data_type());
+          for (int64_t d : t.dims()) type->mutable_shape()->add_dim()->set_dim_value(d);
+          if (t.dims_size() == 0) type->mutable_shape();
+        }
+        *graph.add_initializer() = std::move(t);
+      }
       ++e;
     } else {
       *graph.add_node() = std::move(*old.Mutable(k));
@@ -981,6 +997,7 @@ OpsetConversion convert_opset(::onnx::ModelProto& model, int64_t target_opset) {
   Planner planner;
   planner.from_opset = result.from_opset;
   planner.to_opset = target_opset;
+  planner.legacy_ir = std::max(model.ir_version(), ir_version_for(target_opset)) < 4;
   collect_types(model.graph(), planner.types);
   collect_names(model.graph(), planner.names);
   planner.plan_graph(*model.mutable_graph(), "");
@@ -1002,7 +1019,7 @@ OpsetConversion convert_opset(::onnx::ModelProto& model, int64_t target_opset) {
     by_graph[p.graph].push_back(&p);
   }
   std::stable_sort(order.begin(), order.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
-  for (const auto& [depth, graph] : order) apply_to_graph(*graph, by_graph[graph]);
+  for (const auto& [depth, graph] : order) apply_to_graph(*graph, by_graph[graph], planner.legacy_ir);
 
   for (auto& opset : *model.mutable_opset_import()) {
     if (is_default_domain(opset.domain())) opset.set_version(target_opset);
