@@ -229,6 +229,21 @@ void legacy_broadcast_to_numpy(Step& s) {
   s.remove("consumed_inputs");
 }
 
+// DFT-20 takes the axis as an optional input whose default (-2) differs from the attribute's (1):
+// the axis is always given explicitly.
+void dft_20(Step& s) {
+  s.require_literal("axis");
+  const int64_t axis = s.get_int("axis", 1);
+  s.remove("axis");
+  ::onnx::TensorProto tensor;
+  tensor.set_name(s.names->unique(s.base + "_axis"));
+  tensor.set_data_type(7);
+  tensor.add_int64_data(axis);  // a scalar: no dims
+  s.tensors.push_back(tensor);
+  s.set_input(2, tensor.name());
+  s.notes.push_back("axis attribute -> input");
+}
+
 void gemm_7(Step& s) { s.remove("broadcast"); }
 
 void concat_4(Step& s) {
@@ -643,6 +658,9 @@ const std::unordered_map<std::string, StepRule>& step_rules() {
     compatible("LRN", {13});
     compatible("MatMul", {9, 13});
     compatible("MeanVarianceNormalization", {13});
+    compatible("MaxUnpool", {11});
+    compatible("NegativeLogLikelihoodLoss", {13});
+    adapt("DFT", 20, dft_20);
     compatible("Mod", {13, 28});
     compatible("NonMaxSuppression", {11});
     compatible("NonZero", {13});

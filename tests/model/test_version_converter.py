@@ -229,6 +229,12 @@ def test_dropout(check, opset, ratio):
     check(model, [12, 13, 24])
 
 
+@pytest.mark.parametrize("attrs", [{}, {"axis": 2, "onesided": 1}, {"axis": 1, "inverse": 1}])
+def test_dft(check, attrs):
+    model = make_model([node("DFT", ["x"], ["y"], **attrs)], [("x", FLOAT, [2, 8, 6, 1])], [("y", FLOAT, None)], 17)
+    check(model, [20, 24])
+
+
 # ---- Softmax family: coerce-to-2-D before 13 -----------------------------------------------------
 
 
