@@ -227,8 +227,8 @@ TEST(VersionConverter, RewrittenNodesKeepTheirUnknownFields) {
   onnx::NodeProto squeeze;
   squeeze.set_op_type("Squeeze");
   squeeze.set_name("sq");
-  squeeze.add_input("x");
-  squeeze.add_output("y");
+  squeeze.add_input(std::string("x"));
+  squeeze.add_output(std::string("y"));
   squeeze.set_doc_string("kept");
   Builder::ints(squeeze, "axes", {0});
   auto* kept_attr = squeeze.add_attribute();  // an attribute the adapter does not touch
@@ -238,8 +238,8 @@ TEST(VersionConverter, RewrittenNodesKeepTheirUnknownFields) {
   onnx::NodeProto softmax;
   softmax.set_op_type("Softmax");
   softmax.set_name("sm");
-  softmax.add_input("y");
-  softmax.add_output("z");
+  softmax.add_input(std::string("y"));
+  softmax.add_output(std::string("z"));
   *b.model.mutable_graph()->add_node() = node_with_unknown_field(softmax);
   ASSERT_NE(b.model.graph().node(0).SerializeAsString().find(std::string("\x98\x06\x2a", 3)), std::string::npos);
 
@@ -310,8 +310,8 @@ TEST(VersionConverter, FunctionBodiesAreConvertedWithConstantNodes) {
   auto* squeeze = function->add_node();
   squeeze->set_op_type("Squeeze");
   squeeze->set_name("fsq");
-  squeeze->add_input("a");
-  squeeze->add_output("b");
+  squeeze->add_input(std::string("a"));
+  squeeze->add_output(std::string("b"));
   Builder::ints(*squeeze, "axes", {0});
   const auto result = convert_opset(b.model, 13);
   const auto& f = b.model.functions(0);
@@ -324,6 +324,27 @@ TEST(VersionConverter, FunctionBodiesAreConvertedWithConstantNodes) {
   EXPECT_EQ(f.node(1).input(1), "fsq_axes");
   ASSERT_EQ(result.changes.size(), 1u);
   EXPECT_NE(result.changes[0].find("in graph 'function 'f''"), std::string::npos) << result.changes[0];
+}
+
+TEST(VersionConverter, AnAttributeReferenceInAFunctionIsRefusedWhereAnAdapterReadsIt) {
+  Builder b(11);
+  auto* function = b.model.add_functions();
+  function->set_name("f");
+  auto* import = function->add_opset_import();
+  import->set_domain("");
+  import->set_version(11);
+  auto* softmax = function->add_node();
+  softmax->set_op_type("Softmax");
+  softmax->set_name("fsm");
+  softmax->add_input(std::string("a"));
+  softmax->add_output(std::string("b"));
+  auto* axis = softmax->add_attribute();
+  axis->set_name("axis");
+  axis->set_type(onnx::AttributeProto::INT);
+  axis->set_ref_attr_name("softmax_axis");
+  const std::string message = error_of(b.model, 13);
+  EXPECT_NE(message.find("Softmax node 'fsm' in graph 'function 'f''"), std::string::npos) << message;
+  EXPECT_NE(message.find("refers to the function attribute 'softmax_axis'"), std::string::npos) << message;
 }
 
 TEST(VersionConverter, AFunctionImportingANewerAiOnnxIsRefused) {
