@@ -474,6 +474,19 @@ def test_external_data_must_stay_in_its_folder(run_qdq, tmp_path):
     assert_bit_identical(run_ort(str(tmp_path / "in" / "m.onnx"), feeds), run_ort(str(beside), feeds))
 
 
+def test_bad_files_are_one_error_line(run_qdq, tmp_path):
+    corrupt = tmp_path / "corrupt.onnx"
+    corrupt.write_bytes(b"\xff\xff\xff not a model")
+    result = run_qdq("convert", corrupt, "-o", tmp_path / "o.onnx", "--opset", 13, check=False)
+    assert result.returncode == 1 and "not an ONNX model" in result.stderr
+    model = make_model([node("Relu", ["x"], ["y"])], [("x", FLOAT, [3])], [("y", FLOAT, None)], 11)
+    onnx.save(model, tmp_path / "m.onnx")
+    result = run_qdq("convert", tmp_path / "m.onnx", "-o", tmp_path / "missing" / "o.onnx", "--opset", 13,
+                     check=False)
+    assert result.returncode == 1 and result.stderr.count("\n") == 1 and "cannot create" in result.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["corrupt.onnx", "m.onnx"]
+
+
 def test_same_opset_copies_and_reports_nothing(convert):
     model = make_model([node("Relu", ["x"], ["y"])], [("x", FLOAT, [3])], [("y", FLOAT, None)], 13)
     converted, report = convert(model, 13)
