@@ -436,7 +436,9 @@ void lppool_2(Step& s) {
 }
 
 void roialign_16(Step& s) {
-  if (!s.has("coordinate_transformation_mode")) s.set_string("coordinate_transformation_mode", "output_half_pixel");
+  if (!s.has("coordinate_transformation_mode")) {
+    s.set_string("coordinate_transformation_mode", "output_half_pixel");
+  }
 }
 
 void gridsample_20(Step& s) {
@@ -851,7 +853,8 @@ struct Planner {
     for (int k = 0; k < nodes.size(); ++k) {
       ::onnx::NodeProto& node = *nodes.Mutable(k);
       for (auto& a : *node.mutable_attribute()) {
-        const std::string inner = node.op_type() + " " + node_label(node, k, graph_label) + " attribute " + a.name();
+        const std::string inner =
+            node.op_type() + " " + node_label(node, k, graph_label) + " attribute " + a.name();
         ++depth;
         if (a.has_g()) plan_graph(*a.mutable_g(), a.g().name().empty() ? inner : a.g().name());
         for (auto& g : *a.mutable_graphs()) plan_graph(g, g.name().empty() ? inner : g.name());
@@ -962,7 +965,8 @@ struct Planner {
       step.before.insert(step.before.begin(), constants.begin(), constants.end());
     }
     if (step.notes.empty()) step.notes.push_back("attributes updated");
-    std::string change = node.op_type() + " " + label + ": " + from_text + " -> " + op + "-" + std::to_string(current);
+    std::string change =
+        node.op_type() + " " + label + ": " + from_text + " -> " + op + "-" + std::to_string(current);
     for (size_t k = 0; k < step.notes.size(); ++k) change += (k == 0 ? ": " : "; ") + step.notes[k];
     changes.push_back(change);
     planned.push_back(PlannedNode{&nodes, graph, depth, index, std::move(step)});
@@ -1012,8 +1016,8 @@ OpsetConversion convert_opset(::onnx::ModelProto& model, int64_t target_opset) {
   for (const auto& opset : model.opset_import()) {
     if (is_default_domain(opset.domain())) {
       if (has_import && opset.version() != result.from_opset) {
-        throw Error("convert_opset: the model imports ai.onnx twice, at opsets " + std::to_string(result.from_opset) +
-                    " and " + std::to_string(opset.version()));
+        throw Error("convert_opset: the model imports ai.onnx twice, at opsets " +
+                    std::to_string(result.from_opset) + " and " + std::to_string(opset.version()));
       }
       result.from_opset = opset.version();
       has_import = true;
@@ -1023,8 +1027,8 @@ OpsetConversion convert_opset(::onnx::ModelProto& model, int64_t target_opset) {
   result.from_ir_version = result.to_ir_version = model.ir_version();
   if (!has_import || target_opset <= result.from_opset) return result;
   if (target_opset > max_known_opset()) {
-    throw Error("convert_opset: opset " + std::to_string(target_opset) + " is newer than the newest this qdq knows (" +
-                std::to_string(max_known_opset()) + ")");
+    throw Error("convert_opset: opset " + std::to_string(target_opset) +
+                " is newer than the newest this qdq knows (" + std::to_string(max_known_opset()) + ")");
   }
   if (result.from_opset < 1) {
     throw Error("convert_opset: the model's ai.onnx opset " + std::to_string(result.from_opset) + " is not valid");

@@ -6,9 +6,8 @@ inputs byte for byte (graph optimizations off, so both run the kernels their ops
 """
 
 import json
+import os
 import pathlib
-import subprocess
-import sys
 
 import numpy as np
 import onnx
@@ -17,7 +16,9 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
-MODELS = pathlib.Path("/work/shared/models")
+# The real models: QDQ_MODELS_DIR, else the repository's copy, else the shared folder of the workplace.
+MODEL_DIRS = [pathlib.Path(p) for p in (os.environ.get("QDQ_MODELS_DIR"),) if p] + [
+    REPO / "tests" / "data" / "models", pathlib.Path("/work/shared/models")]
 FLOAT = TensorProto.FLOAT
 
 
@@ -346,7 +347,8 @@ def test_gemm_legacy_broadcast(convert):
     rng = np.random.default_rng(6)
     b, c = rng.standard_normal([4, 3]).astype(np.float32), rng.standard_normal([3]).astype(np.float32)
     model = make_model([node("Gemm", ["a", "b", "c"], ["y"], broadcast=1, transB=0)],
-                       [("a", FLOAT, [2, 4]), ("b", FLOAT, [4, 3]), ("c", FLOAT, [3])], [("y", FLOAT, [2, 3])], 6, [numpy_helper.from_array(b, "b"), numpy_helper.from_array(c, "c")])
+                       [("a", FLOAT, [2, 4]), ("b", FLOAT, [4, 3]), ("c", FLOAT, [3])], [("y", FLOAT, [2, 3])], 6,
+                       [numpy_helper.from_array(b, "b"), numpy_helper.from_array(c, "c")])
     converted, report = convert(model, 7)
     assert report["changes"] and not any(a.name == "broadcast" for a in converted.graph.node[0].attribute)
     a = rng.standard_normal([2, 4]).astype(np.float32)
@@ -570,9 +572,9 @@ REAL = [("ch_PP-OCRv4_rec_infer.onnx", [13, 18, 21, 23, 24]), ("magika_standard_
 
 @pytest.mark.parametrize("name,opsets", REAL, ids=[r[0].split("_")[0] for r in REAL])
 def test_real_model(convert, name, opsets):
-    path = MODELS / name
-    if not path.exists():
-        pytest.skip(f"{path} is not available")
+    path = next((d / name for d in MODEL_DIRS if (d / name).exists()), None)
+    if path is None:
+        pytest.skip(f"{name} is in none of {', '.join(map(str, MODEL_DIRS))}")
     original = onnx.load(path)
     feeds = real_model_feeds(path)
     has_pool = any(n.op_type == "AveragePool" for n in original.graph.node)
