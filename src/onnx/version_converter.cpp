@@ -124,20 +124,30 @@ struct Step {
       if (attrs->Get(k).name() == name) attrs->DeleteSubrange(k, 1);
     }
   }
-  int64_t get_int(std::string_view name, int64_t fallback) const {
+  // The attribute `name` if present, checked to be of `type` (an unset type field is accepted, as
+  // ONNX's own readers do): a malformed model is refused rather than read as something else.
+  const ::onnx::AttributeProto* typed(std::string_view name, int type, const char* type_name) const {
     const auto* a = attr(name);
+    if (a != nullptr && a->type() != 0 && a->type() != type) {
+      throw Refusal{"attribute '" + std::string(name) + "' has type " + std::to_string(a->type()) + ", not " +
+                    type_name};
+    }
+    return a;
+  }
+  int64_t get_int(std::string_view name, int64_t fallback) const {
+    const auto* a = typed(name, ::onnx::AttributeProto::INT, "INT");
     return a != nullptr ? a->i() : fallback;
   }
   float get_float(std::string_view name, float fallback) const {
-    const auto* a = attr(name);
+    const auto* a = typed(name, ::onnx::AttributeProto::FLOAT, "FLOAT");
     return a != nullptr ? a->f() : fallback;
   }
   std::string get_string(std::string_view name, std::string fallback) const {
-    const auto* a = attr(name);
+    const auto* a = typed(name, ::onnx::AttributeProto::STRING, "STRING");
     return a != nullptr ? a->s() : fallback;
   }
   std::vector<int64_t> get_ints(std::string_view name) const {
-    const auto* a = attr(name);
+    const auto* a = typed(name, ::onnx::AttributeProto::INTS, "INTS");
     if (a == nullptr) return {};
     return {a->ints().begin(), a->ints().end()};
   }
@@ -428,7 +438,7 @@ void selu_6(Step& s) {
 }
 
 void lppool_2(Step& s) {
-  const auto* p = s.attr("p");
+  const auto* p = s.typed("p", ::onnx::AttributeProto::FLOAT, "FLOAT");
   if (p == nullptr) return;  // both default to 2
   const float value = p->f();
   if (value != static_cast<float>(static_cast<int64_t>(value))) throw Refusal{"p is not an integer"};
@@ -509,7 +519,7 @@ void upsample_7(Step& s) {
 
 void upsample_9(Step& s) {
   s.require_literal("scales");
-  const auto* attr = s.attr("scales");
+  const auto* attr = s.typed("scales", ::onnx::AttributeProto::FLOATS, "FLOATS");
   if (attr == nullptr) throw Refusal{"Upsample-7 without a scales attribute"};
   ::onnx::TensorProto tensor;
   tensor.set_name(s.names->unique(s.base + "_scales"));
