@@ -1,11 +1,14 @@
+// The opset converter works in two passes so that a refused model is never half converted: the plan
+// pass runs every node's version steps on a copy of that node (adapters write helper nodes and new
+// constants into the copy's Step, never into the model) and collects every refusal; only when there is
+// none does the apply pass splice the planned copies into their node lists. Which step is compatible
+// and which needs an adapter is decided per "Op:since-version" in step_rules(); the since-versions
+// themselves come from op_versions.inc, generated from ONNX's schemas.
 #include "version_converter.hpp"
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
-#include <limits>
 #include <map>
-#include <optional>
 #include <string_view>
 #include <unordered_map>
 #include <unordered_set>
