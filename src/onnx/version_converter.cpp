@@ -297,8 +297,13 @@ void axes_to_input(Step& s) {
   }
   const std::vector<int64_t> axes = s.get_ints("axes");
   s.remove("axes");
-  if (axes.empty() && s.node.op_type().rfind("Reduce", 0) == 0) {
-    return;  // an empty list reduced every axis before; no input does the same now
+  if (axes.empty() && s.node.op_type() == "Squeeze") {
+    // ONNX's shape inference reads an empty list as "squeeze nothing", ONNX Runtime as "every size-1
+    // axis": there is no one meaning to keep.
+    throw Refusal{"an empty axes list means different things to ONNX and ONNX Runtime"};
+  }
+  if (axes.empty() && s.node.op_type() != "Unsqueeze") {
+    return;  // Reduce*: an empty list reduced every axis before; no input does the same now
   }
   s.set_input(1, s.add_int64s("axes", axes));
   s.notes.push_back("axes attribute -> input");
