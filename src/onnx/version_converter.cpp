@@ -104,6 +104,7 @@ struct Step {
   int64_t version = 0;                      // the since-version this step converts to
   int64_t target_opset = 0;
   const TypeMap* types = nullptr;
+  const TypeMap* ranks = nullptr;  // ranks of the main graph's inputs
   NameSource* names = nullptr;
   std::string base;  // prefix for new names
 
@@ -471,11 +472,14 @@ void scatter_11(Step& s) {
 }
 
 // Softmax/LogSoftmax/Hardmax before 13 coerce the input to 2-D at `axis` (default 1) and normalize
-// each row; from 13 they normalize along the one axis. Axis -1 is the same in both; any other axis is
-// rewritten as Flatten(axis) -> op(axis=1) -> Reshape(to Shape(x)), which is exactly the old meaning.
+// each row; from 13 they normalize along the one axis. The last axis (-1, or rank - 1 of a main-graph
+// input) is the same in both; any other axis is rewritten as Flatten(axis) ->
+// op(axis=1) -> Reshape(to Shape(x)), which is exactly the old meaning.
 void softmax_13(Step& s) {
   const int64_t axis = s.get_int("axis", 1);
   if (axis == -1) return;
+  const auto rank = s.ranks->find(s.input(0));
+  if (rank != s.ranks->end() && axis == rank->second - 1) return;
   const std::string x = s.input(0);
   const std::string y = s.node.output(0);
   // Names first: add_before may move the nodes added before it.
@@ -773,6 +777,16 @@ bool keeps_input_type(const std::string& op) {
   return kOps.count(op) != 0;
 }
 
+// Ranks of the main graph's inputs only: runtimes reject a feed of another rank there, whereas a wrong
+// rank in value_info or an output is at most a warning, and trusting it could change the meaning.
+void collect_ranks(const ::onnx::GraphProto& graph, TypeMap& ranks) {
+  for (const auto& info : graph.input()) {
+    if (info.type().has_tensor_type() && info.type().tensor_type().has_shape()) {
+      ranks[info.name()] = info.type().tensor_type().shape().dim_size();
+    }
+  }
+}
+
 void collect_types(const ::onnx::GraphProto& graph, TypeMap& types) {
   auto add_info = [&](const ::onnx::ValueInfoProto& info) {
     if (info.type().has_tensor_type() && info.type().tensor_type().elem_type() != 0) {
@@ -854,6 +868,7 @@ struct Planner {
   int64_t to_opset = 0;
   bool legacy_ir = false;  // the converted model's IR version is below 4
   TypeMap types;
+  TypeMap ranks;
   TypeMap no_types;  // for function bodies, whose value names are a scope of their own
   bool in_function = false;
   NameSource names;
@@ -904,6 +919,7 @@ struct Planner {
     step.node = node;
     step.target_opset = to_opset;
     step.types = in_function ? &no_types : &types;
+    step.ranks = in_function ? &no_types : &ranks;
     step.names = &names;
     step.base = !node.name().empty() ? node.name() : (node.output_size() > 0 ? node.output(0) : node.op_type());
     std::string op = node.op_type();
@@ -1067,6 +1083,7 @@ OpsetConversion convert_opset(::onnx::ModelProto& model, int64_t target_opset) {
   planner.to_opset = target_opset;
   planner.legacy_ir = std::max(model.ir_version(), ir_version_for(target_opset)) < 4;
   collect_types(model.graph(), planner.types);
+  collect_ranks(model.graph(), planner.ranks);
   collect_names(model.graph(), planner.names);
   for (const auto& function : model.functions()) {
     for (const auto& node : function.node()) {

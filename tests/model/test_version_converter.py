@@ -253,7 +253,17 @@ def test_softmax_family(check, op, axis):
     feeds = random_feeds(model)
     if op == "Hardmax":  # ties make argmax order-dependent; keep the values distinct
         feeds["x"] = np.random.default_rng(1).permutation(120).reshape(2, 3, 4, 5).astype(np.float32)
-    check(model, [13, 24], feeds)
+    reports = check(model, [13, 24], feeds)
+    # x's rank is declared: only an axis other than the last needs the Flatten/Reshape rewrite.
+    last = axis is not None and axis in (3, -1)
+    assert (reports[0]["changes"] == []) == last
+
+
+def test_softmax_on_an_intermediate_of_unknown_rank_is_rewritten(check):
+    model = make_model([node("Relu", ["x"], ["r"]), node("Softmax", ["r"], ["y"], axis=2)],
+                       [("x", FLOAT, [2, 3, 4])], [("y", FLOAT, None)], 9)
+    reports = check(model, [13])
+    assert "Flatten/Softmax/Reshape" in reports[0]["changes"][0]
 
 
 def test_softmax_with_a_zero_sized_dimension(check):
