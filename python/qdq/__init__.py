@@ -284,10 +284,11 @@ def _codes_from_ml(a, t):
     if bits == 8:
         return a.view(_np.uint8)
     # ml_dtypes keeps a sub-byte value in the low bits and leaves the upper bits unspecified.
-    codes = a.view(_np.uint8) & _np.uint8((1 << bits) - 1)
+    # asarray: on a rank-0 array NumPy's operators return scalars, which the compiled layer rejects.
+    codes = _np.asarray(a.view(_np.uint8) & _np.uint8((1 << bits) - 1))
     if t in _SIGNED_SUB_BYTE:
         shift = 8 - bits
-        codes = ((codes << shift).view(_np.int8) >> shift).astype(_np.int8, copy=False)
+        codes = _np.asarray((codes << _np.uint8(shift)).view(_np.int8) >> _np.int8(shift)).astype(_np.int8, copy=False)
     return codes
 
 
