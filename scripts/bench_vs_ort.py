@@ -4,8 +4,14 @@ single-node session per case, input fed per call), PyTorch's quantize_per_tensor
 (when torch imports here) and NumPy's formula (codes one per byte). Prints each peer's time per call,
 its ratio to qdq and its version. Shared comparison script of the speed and Python issues.
 Usage: build/venv/bin/python scripts/bench_vs_ort.py [--size 4096] [--repeat 5] [--threads 0]
+       build/venv/bin/python scripts/bench_vs_ort.py --vs-bench build/release/tools/qdq/qdq [--threads 1]
+--vs-bench times qdq's Python calls (plain, out=, packed) beside `qdq bench` on the same cases, element
+counts and thread count, interleaved round by round, and prints each call's time over the kernel's
+(the sub-byte goal: at most 1.3) and its speed-up over NumPy's formula (goal: at least 10).
 """
 import argparse
+import json
+import subprocess
 import time
 
 import numpy as np
@@ -39,12 +45,92 @@ def ort_session(op, x, inits, attrs, out_type, threads):
     return lambda: s.run(None, {"x": x})
 
 
+# (qdq bench case, label, Python call variants): the calls get (w, scale) for quantize cases and
+# (codes, packed codes, scale) for dequantize cases, per-axis along axis 0 and blocks along the last axis.
+VS_BENCH = [
+    ("quantize/float32->int8/per-axis", "Q int8 per channel", "int8", 0),
+    ("quantize/float32->int4/blocked-last-32", "Q int4 blocked 32", "int4", 32),
+    ("quantize/float32->uint4/per-tensor", "Q uint4 per tensor", "uint4", -1),
+    ("quantize/float32->int2/per-tensor", "Q int2 per tensor", "int2", -1),
+    ("quantize/float32->float4e2m1/per-tensor", "Q float4e2m1 per tensor", "float4e2m1", -1),
+    ("dequantize/int8->float32/per-axis", "DQ int8 per channel", "int8", 0),
+    ("dequantize/int4->float32/blocked-last-32", "DQ int4 blocked 32", "int4", 32),
+    ("dequantize/uint4->float32/per-tensor", "DQ uint4 per tensor", "uint4", -1),
+    ("dequantize/int2->float32/per-tensor", "DQ int2 per tensor", "int2", -1),
+]
+
+
+def vs_bench(args):
+    n = args.size
+    qdq.set_num_threads(args.threads or 1)
+    threads = qdq.get_num_threads()
+    rng = np.random.default_rng(0)
+    w = rng.standard_normal((n, n), dtype=np.float32)
+    out_f = np.empty_like(w)
+    rounds = {}
+    print(f"{n}x{n} elements, {threads} thread(s), best of {args.repeat} per round, 3 rounds interleaved with "
+          f"`qdq bench --size {n * n}`; qdq {qdq.__version__}, numpy {np.__version__}")
+    print("| case | qdq bench (ms) | Python call (ms, ×bench) | out= (×bench) | packed (×bench) | NumPy formula (ms, ×Python call) |")
+    print("|---|---|---|---|---|---|")
+    for case, label, dtype, layout in VS_BENCH:
+        bits = qdq._qdq.bit_width(qdq._type_number(dtype, "t"))
+        lo, hi = {8: (-128, 127)}.get(bits, (0, 0))
+        if layout == 0:
+            s = (np.abs(w).max(axis=1) / 127).astype(np.float32)
+            kw, s_full = {"axis": 0}, s[:, None]
+        elif layout > 0:
+            s = (np.abs(w).reshape(n, n // layout, layout).max(axis=2) / 7).astype(np.float32)
+            kw, s_full = {"axis": 1, "block_size": layout}, None
+        else:
+            s = np.float32(np.abs(w).max() / 6)
+            kw, s_full = {}, s
+        quant = case.startswith("quantize")
+        y = qdq.quantize_linear(w, s, output_dtype=dtype, **kw)
+        p = qdq.quantize_linear(w, s, output_dtype=dtype, packed=True, **kw)
+        out_q = np.empty_like(y)
+        if quant:
+            calls = [lambda: qdq.quantize_linear(w, s, output_dtype=dtype, **kw),
+                     lambda: qdq.quantize_linear(w, s, output_dtype=dtype, out=out_q, **kw),
+                     lambda: qdq.quantize_linear(w, s, output_dtype=dtype, packed=True, **kw)]
+        else:
+            calls = [lambda: qdq.dequantize_linear(y, s, **kw),
+                     lambda: qdq.dequantize_linear(y, s, out=out_f, **kw),
+                     lambda: qdq.dequantize_linear(p, s, out=out_f, **kw)]
+        sf = s_full if s_full is not None else np.repeat(s, layout, axis=1)
+        codes = qdq._as_input(y, "y")[0]  # NumPy's best case: the codes one per byte, as int8/uint8
+        if dtype == "float4e2m1":
+            formula = lambda: np.clip(w / sf, -6, 6).astype(np.float32)  # noqa: E731 (no rounding: flattering)
+        elif quant:
+            rng_ = {"int8": (-128, 127), "int4": (-8, 7), "uint4": (0, 15), "int2": (-2, 1)}[dtype]
+            formula = lambda: np.clip(np.rint(w / sf), *rng_).astype(np.int8)  # noqa: E731
+        else:
+            formula = lambda: codes.astype(np.float32) * sf  # noqa: E731
+        best_calls = [float("inf")] * 3
+        best_bench = float("inf")
+        for _ in range(3):
+            for k, f in enumerate(calls):
+                best_calls[k] = min(best_calls[k], best(f, args.repeat))
+            r = subprocess.run([args.vs_bench, "bench", "--json", "--size", str(n * n), "--repeats", str(args.repeat),
+                                "--filter", case], capture_output=True, text=True, check=True,
+                               env={"QDQ_NUM_THREADS": str(threads)})
+            rows = [row for row in json.loads(r.stdout) if row["case"] == case and row["threads"] == threads
+                    and row["kernel"] == "simd"]
+            best_bench = min([best_bench] + [row["seconds"] for row in rows])
+        t_np = best(formula, max(1, args.repeat // 2))
+        print(f"| {label} | {best_bench * 1e3:.1f} | {best_calls[0] * 1e3:.1f} ({best_calls[0] / best_bench:.2f}×) | "
+              f"{best_calls[1] / best_bench:.2f}× | {best_calls[2] / best_bench:.2f}× | "
+              f"{t_np * 1e3:.1f} ({t_np / best_calls[0]:.1f}×) |")
+
+
 def main():
     ap = argparse.ArgumentParser()
+    ap.add_argument("--vs-bench", metavar="QDQ_BINARY", help="compare the Python calls with `qdq bench` instead")
     ap.add_argument("--size", type=int, default=4096)
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--threads", type=int, default=0, help="threads for qdq, ONNX Runtime and torch (0 = their default)")
     args = ap.parse_args()
+    if args.vs_bench:
+        return vs_bench(args)
     n = args.size
     qdq.set_num_threads(args.threads)
     rng = np.random.default_rng(0)

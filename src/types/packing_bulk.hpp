@@ -65,12 +65,22 @@ inline void unpack_all_codes(const uint8_t* packed, int bits, int64_t count, boo
   }
   if (bits == 2) {
     const int64_t whole = count / 4;
-    for (int64_t i = 0; i < whole; ++i) {
-      const uint8_t b = packed[i];
-      for (int j = 0; j < 4; ++j) {
-        const uint8_t shifted = static_cast<uint8_t>(b << (6 - 2 * j));
-        out[4 * i + j] = sign_extend_codes ? static_cast<uint8_t>(static_cast<int8_t>(shifted) >> 6)
-                                           : static_cast<uint8_t>(shifted >> 6);
+    // Each code moved to the top two bits, then shifted down: arithmetically (sign-extended) or not.
+    if (sign_extend_codes) {
+      for (int64_t i = 0; i < whole; ++i) {
+        const uint8_t b = packed[i];
+        out[4 * i] = static_cast<uint8_t>(static_cast<int8_t>(static_cast<uint8_t>(b << 6)) >> 6);
+        out[4 * i + 1] = static_cast<uint8_t>(static_cast<int8_t>(static_cast<uint8_t>(b << 4)) >> 6);
+        out[4 * i + 2] = static_cast<uint8_t>(static_cast<int8_t>(static_cast<uint8_t>(b << 2)) >> 6);
+        out[4 * i + 3] = static_cast<uint8_t>(static_cast<int8_t>(b) >> 6);
+      }
+    } else {
+      for (int64_t i = 0; i < whole; ++i) {
+        const uint8_t b = packed[i];
+        out[4 * i] = static_cast<uint8_t>(b & 0x03);
+        out[4 * i + 1] = static_cast<uint8_t>((b >> 2) & 0x03);
+        out[4 * i + 2] = static_cast<uint8_t>((b >> 4) & 0x03);
+        out[4 * i + 3] = static_cast<uint8_t>(b >> 6);
       }
     }
     for (int64_t i = 4 * whole; i < count; ++i) {
