@@ -122,8 +122,32 @@ def vs_bench(args):
               f"{t_np * 1e3:.1f} ({t_np / best_calls[0]:.1f}×) |")
 
 
+# PyTorch timed in another interpreter (--torch-python), for machines whose PyTorch is not in this
+# venv (Debian's python3-torch, built against Debian's NumPy): the same cases, sizes and threads.
+TORCH_SCRIPT = """
+import json, sys, time, numpy as np, torch
+n, threads, repeat = (int(a) for a in sys.argv[1:4])
+if threads: torch.set_num_threads(threads)
+w = torch.from_numpy(np.random.default_rng(0).standard_normal((n, n), dtype=np.float32))
+s_t = float(w.abs().max() / 127)
+s_c = (w.abs().amax(dim=1) / 127).double()
+def best(f):
+    f(); ts = []
+    for _ in range(repeat):
+        t = time.perf_counter(); f(); ts.append(time.perf_counter() - t)
+    return min(ts)
+q8 = torch.quantize_per_channel(w, s_c, torch.zeros(n, dtype=torch.int64), 0, torch.qint8)
+print(json.dumps({"version": torch.__version__,
+    "QuantizeLinear int8 per tensor": best(lambda: torch.quantize_per_tensor(w, s_t, 0, torch.qint8)),
+    "QuantizeLinear int8 per channel": best(lambda: torch.quantize_per_channel(w, s_c, torch.zeros(n, dtype=torch.int64), 0, torch.qint8)),
+    "DequantizeLinear int8 per channel": best(lambda: q8.dequantize())}))
+"""
+
+
 def main():
     ap = argparse.ArgumentParser()
+    ap.add_argument("--torch-python", metavar="PYTHON",
+                    help="time PyTorch with this interpreter when torch does not import here (e.g. /usr/bin/python3)")
     ap.add_argument("--vs-bench", metavar="QDQ_BINARY", help="compare the Python calls with `qdq bench` instead")
     ap.add_argument("--size", type=int, default=4096)
     ap.add_argument("--repeat", type=int, default=5)
@@ -148,6 +172,12 @@ def main():
     except ImportError:
         torch = None
         tv = "torch: not installed in this environment"
+    torch_times = {}
+    if torch is None and args.torch_python:
+        r = subprocess.run([args.torch_python, "-c", TORCH_SCRIPT, str(n), str(args.threads or qdq.get_num_threads()),
+                            str(args.repeat)], capture_output=True, text=True, check=True)
+        torch_times = json.loads(r.stdout.strip().splitlines()[-1])
+        tv = f"torch {torch_times['version']} (timed by {args.torch_python})"
     cases = [
         ("QuantizeLinear int8 per tensor", lambda: qdq.quantize_linear(w, s_t, np.int8(0)),
          ("QuantizeLinear", w, [np.array(s_t), np.array(0, np.int8)], {}, TP.INT8),
@@ -178,7 +208,7 @@ def main():
                 cells.append(f"refused ({str(e)[:40]})")
         else:
             cells.append("not run (int4 output not fetchable as NumPy)")
-        cells.append(best(f_torch, args.repeat) if f_torch else "—")
+        cells.append(best(f_torch, args.repeat) if f_torch else torch_times.get(name, "—"))
         cells.append(best(f_np, args.repeat))
         fmt = [f"{c * 1e3:.1f} ({c / t_qdq:.1f}×)" if isinstance(c, float) else c for c in cells]
         print(f"| {name} | {t_qdq * 1e3:.1f} | " + " | ".join(fmt) + " |")
