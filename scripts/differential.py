@@ -238,10 +238,13 @@ def run_onnxruntime(case, model):
     for name, value in zip(names, session.run_with_ort_values(names, {})):
         t = case.out_type if name == "y" else (TP.FLOAT if name == "y_scale" else TP.UINT8)
         shape = tuple(value.shape())
+        n = int(np.prod(shape, dtype=np.int64))
         if t in BITS:  # ONNX Runtime's Python binding has no NumPy type for packed sub-byte tensors
-            n = int(np.prod(shape, dtype=np.int64))
             raw = np.frombuffer(ctypes.string_at(value.data_ptr(), (n * BITS[t] + 7) // 8), np.uint8)
             results.append(unpack(raw, t, n).reshape(shape))
+        elif t in FLOAT8 or t == TP.BFLOAT16:  # nor for some float8 types: read the bytes
+            raw = ctypes.string_at(value.data_ptr(), n * NP[t].itemsize) if n else b""
+            results.append(np.frombuffer(raw, NP[t]).reshape(shape))
         else:
             results.append(np.asarray(value.numpy()).view(NP[t]).reshape(shape))
     return results
@@ -536,11 +539,11 @@ def main():
         print("UNEXPLAINED", line)
     if args.table and "onnxruntime" in oracles:
         write_table(args.table, args, versions["onnxruntime"], groups["onnxruntime"], group_notes["onnxruntime"],
-                    stats["onnxruntime"])
+                    stats["onnxruntime"], {"rules": rules["onnxruntime"], "refusals": refusals["onnxruntime"]})
     return 1 if unexplained else 0
 
 
-def write_table(path, args, version, groups, notes, stats):
+def write_table(path, args, version, groups, notes, stats, totals):
     lines = [
         "# qdq beside ONNX Runtime, measured",
         "",
@@ -552,6 +555,14 @@ def write_table(path, args, version, groups, notes, stats):
         f"named, {stats['refused']} refused by ONNX Runtime, {stats['unexplained']} unexplained. One row per "
         "(operator, opset, x type → y type, granularity); "
         "'differs' counts the cases, the notes count elements per rule and cases per refusal.",
+        "",
+        "Why they differ (elements, all cases):",
+        "",
+    ] + [f"- {r}: {c}" for r, c in totals["rules"].most_common()] + [
+        "",
+        "What ONNX Runtime refuses (cases; see the rows for the types):",
+        "",
+    ] + [f"- {r}: {c}" for r, c in totals["refusals"].most_common()] + [
         "",
         "| operator | opset | type | granularity | cases | identical | differs | refused | unexplained | notes |",
         "|---|---|---|---|---|---|---|---|---|---|",
