@@ -20,6 +20,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <memory>
@@ -362,7 +363,8 @@ py::tuple dynamic_quantize_linear(const py::object& x, int64_t x_type, int64_t o
 py::array pack(const py::object& array, int64_t type) {
   Input in(array, to_type(type), "array");
   py::array bytes(py::dtype("uint8"), std::vector<py::ssize_t>{static_cast<py::ssize_t>(in.view.size_bytes)});
-  if (in.view.size_bytes) std::memcpy(bytes.mutable_data(), in.view.data, in.view.size_bytes);
+  const auto* src = static_cast<const uint8_t*>(in.view.data);
+  std::copy(src, src + in.view.size_bytes, static_cast<uint8_t*>(bytes.mutable_data()));
   return bytes;
 }
 
@@ -378,7 +380,8 @@ py::array unpack(const py::object& bytes, int64_t type, const std::vector<int64_
   if (is_sub_byte(t)) {
     Output::finish_unpack(static_cast<const uint8_t*>(in.view.data), t, count, items);
   } else if (in.view.size_bytes) {
-    std::memcpy(items, in.view.data, in.view.size_bytes);
+    const auto* src = static_cast<const uint8_t*>(in.view.data);
+    std::copy(src, src + in.view.size_bytes, items);
   }
   return result;
 }
