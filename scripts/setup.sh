@@ -41,7 +41,24 @@ if [[ ! -x $venv/bin/python ]] || ! cmp -s "$requirements" "$stamp"; then
   "$venv/bin/python" -m pip install --quiet --disable-pip-version-check -r "$requirements"
   cp "$requirements" "$stamp"
 fi
-"$venv/bin/python" -c 'import numpy, ml_dtypes, onnx, onnxruntime, pytest' \
+# A second venv without ml_dtypes (only NumPy and pytest, at the same pins), so that the Python suite
+# also runs where qdq must return qdq.CodeArray: scripts/test_python_package.sh installs the wheel in
+# both. A venv of its own rather than hiding ml_dtypes: the package is really absent, as for a user.
+venv_noml=build/venv-noml
+stamp_noml=$venv_noml/.requirements
+if [[ ! -x $venv_noml/bin/python ]] || ! cmp -s "$requirements" "$stamp_noml"; then
+  rm -rf "$venv_noml"
+  /usr/bin/python3 -m venv "$venv_noml"
+  "$venv_noml/bin/python" -m pip install --quiet --disable-pip-version-check \
+    $(grep -E '^(numpy|pytest)==' "$requirements")
+  cp "$requirements" "$stamp_noml"
+fi
+"$venv_noml/bin/python" -c 'import numpy, pytest' \
+  || { echo "setup: the PyPI packages in $venv_noml do not import" >&2; exit 1; }
+if "$venv_noml/bin/python" -c 'import ml_dtypes' 2> /dev/null; then
+  echo "setup: $venv_noml must not have ml_dtypes" >&2; exit 1
+fi
+"$venv/bin/python" -c 'import numpy, ml_dtypes, onnx, onnxruntime, pytest, scikit_build_core, pybind11, build' \
   || { echo "setup: the PyPI packages in $venv do not import" >&2; exit 1; }
 echo "setup: all build and test dependencies are installed ($venv: $("$venv/bin/python" -c \
   'import numpy, onnx, onnxruntime, ml_dtypes; print(f"numpy {numpy.__version__}, onnx {onnx.__version__}, onnxruntime {onnxruntime.__version__}, ml_dtypes {ml_dtypes.__version__}")'))"

@@ -21,6 +21,16 @@ step "ONNX conformance suite through the CLI"
 step "model-level tests (qdq CLI on ONNX models; onnx and onnxruntime from build/venv)"
 build/venv/bin/python -m pytest -q tests/model
 
+step "Python package: wheel (scikit-build-core) tested in venvs with and without ml_dtypes"
+bash scripts/test_python_package.sh --prebuilt build/release
+
+step "differential vs onnx.reference and onnxruntime (seeded, counts below)"
+build/venv/bin/python scripts/differential.py --cases 3000 --seed 20250601
+
+step "ONNX backend node tests generated from the onnx wheel, through the CLI"
+build/venv/bin/python scripts/onnx_node_tests.py build/onnx-node-wheel
+./build/release/tools/qdq/qdq test build/onnx-node-wheel
+
 if [[ -x scripts/check_docs.sh ]]; then
   step "API reference (doxygen, no warnings)"
   bash scripts/check_docs.sh

@@ -87,6 +87,9 @@ __all__ = [
     "load_tensor",
     "save_tensor",
     "CodeArray",
+    "PackedTensor",
+    "pack",
+    "unpack",
     "element_type",
     "set_num_threads",
     "get_num_threads",
@@ -284,18 +287,27 @@ def _codes_from_ml(a, t):
     if bits == 8:
         return a.view(_np.uint8)
     # ml_dtypes keeps a sub-byte value in the low bits and leaves the upper bits unspecified.
-    codes = a.view(_np.uint8) & _np.uint8((1 << bits) - 1)
+    # asarray: on a rank-0 array NumPy's operators return scalars, which the compiled layer rejects.
+    codes = _np.asarray(a.view(_np.uint8) & _np.uint8((1 << bits) - 1))
     if t in _SIGNED_SUB_BYTE:
         shift = 8 - bits
-        codes = ((codes << shift).view(_np.int8) >> shift).astype(_np.int8, copy=False)
+        codes = _np.asarray((codes << _np.uint8(shift)).view(_np.int8) >> _np.int8(shift)).astype(_np.int8, copy=False)
     return codes
 
 
 # --- conversions between user arrays and the compiled layer --------------------------------------
 
 
-def _as_input(value, what):
-    """(C-contiguous array in the compiled layer's convention, type number) for an input."""
+def _as_input(value, what, raw_sub_byte=False):
+    """(C-contiguous array in the compiled layer's convention, type number) for an input.
+
+    raw_sub_byte: pass ml_dtypes sub-byte arrays as they are (the compiled layer reads the low bits of
+    each byte, with no NumPy pass); a PackedTensor becomes the (bytes, shape) pair the compiled layer
+    takes as packed input."""
+    if isinstance(value, PackedTensor):
+        if not raw_sub_byte:
+            return _as_input(value.to_array(), what)
+        return (value.data, list(value.shape)), _type_number(value.dtype, what)
     if isinstance(value, CodeArray):
         t = _type_number(value.qdq_dtype, what)
         a = value.view(_np.ndarray)
@@ -304,7 +316,7 @@ def _as_input(value, what):
         t = _type_from_dtype(a.dtype)
         if t is None:
             raise TypeError(f"{what}: arrays of dtype {a.dtype} are not supported (see help(qdq) for the types)")
-        if t in _CODE_TYPES:
+        if t in _CODE_TYPES and not (raw_sub_byte and _CODE_TYPES[t][1] < 8):
             a = _codes_from_ml(a, t)
     elif isinstance(value, (_numbers.Number, list, tuple)):
         a = _np.asarray(value)
@@ -332,6 +344,76 @@ def _as_output(array, t):
     out = array.view(CodeArray)
     out.qdq_dtype = _type_name(t)
     return out
+
+
+def _as_out(out):
+    """The (storage view, type number) pair the compiled layer writes a result into, or None."""
+    if out is None:
+        return None
+    if not isinstance(out, _np.ndarray):
+        raise TypeError(f"out must be a NumPy array, qdq.CodeArray or ml_dtypes array, got {type(out).__name__}")
+    if isinstance(out, CodeArray):
+        return out.view(_np.ndarray), _type_number(out.qdq_dtype, "out")
+    t = _type_from_dtype(out.dtype)
+    if t is None or not out.dtype.isnative:
+        raise TypeError(f"out: arrays of dtype {out.dtype} cannot receive a result")
+    return (out.view(_qdq.storage_dtype(t)) if t in _CODE_TYPES else out), t
+
+
+class PackedTensor:
+    """A tensor as ONNX stores it: ``data`` holds the bytes of a TensorProto's ``raw_data`` (a 1-D
+    uint8 array; 4-bit and 2-bit types packed two or four to a byte, first element in the low bits,
+    little-endian for wider types), ``dtype`` qdq's type name, ``shape`` a tuple.
+
+    ``qdq.quantize_linear(..., packed=True)`` returns one straight from the kernel (no unpacking);
+    every function accepts one wherever it takes an array (sub-byte ones are read without unpacking).
+    ``bytes(p)`` / ``p.tobytes()`` give the raw_data, ``p.to_array()`` the usual array.
+    """
+
+    __slots__ = ("data", "dtype", "shape")
+
+    def __init__(self, data, dtype, shape):
+        t = _type_number(dtype, "PackedTensor dtype")
+        self.data = _np.frombuffer(data, _np.uint8) if isinstance(data, (bytes, bytearray, memoryview)) \
+            else _np.ascontiguousarray(data).view(_np.uint8).reshape(-1)
+        self.dtype = "float32" if t == _FLOAT else ("float64" if t == _DOUBLE else _type_name(t))
+        self.shape = tuple(_int_arg(d, "PackedTensor shape") for d in shape)
+        bits = _qdq.bit_width(t)
+        count = 1
+        for d in self.shape:
+            count *= d
+        if self.data.size != (count * bits + 7) // 8:
+            raise ValueError(f"PackedTensor: {count} {self.dtype} elements take {(count * bits + 7) // 8} bytes, "
+                             f"got {self.data.size}")
+
+    def tobytes(self):
+        return self.data.tobytes()
+
+    def __bytes__(self):
+        return self.tobytes()
+
+    def to_array(self):
+        """The tensor in the usual representation (see help(qdq)); unpacks sub-byte types."""
+        t = _type_number(self.dtype, "PackedTensor dtype")
+        return _as_output(_qdq.unpack(self.data, t, list(self.shape)), t)
+
+    def __repr__(self):
+        return f"PackedTensor({self.data.size} bytes, dtype={self.dtype!r}, shape={self.shape})"
+
+
+def pack(array):
+    """The tensor ``array`` (any array qdq accepts) as a PackedTensor: ONNX's raw_data bytes."""
+    if isinstance(array, PackedTensor):
+        return array
+    a, t = _as_input(array, "array", raw_sub_byte=True)
+    return PackedTensor(_qdq.pack(a, t), t, a.shape)
+
+
+def unpack(packed):
+    """The array a PackedTensor stands for (same as ``packed.to_array()``)."""
+    if not isinstance(packed, PackedTensor):
+        raise TypeError(f"unpack: expected a qdq.PackedTensor, got {type(packed).__name__}")
+    return packed.to_array()
 
 
 def element_type(array):
@@ -376,11 +458,15 @@ def _common_attributes(attrs, axis, block_size, output_dtype):
 def _zero_point_input(zero_point):
     if zero_point is None:
         return None, 0
-    return _as_input(zero_point, "zero_point")
+    return _as_input(zero_point, "zero_point", raw_sub_byte=True)
+
+
+def _result(y, yt, out):
+    return out if out is not None else _as_output(y, yt)
 
 
 def quantize_linear(x, scale, zero_point=None, *, axis=_AXIS_DEFAULT, block_size=0, saturate=True,
-                    output_dtype=None, precision=None, opset=25):
+                    output_dtype=None, precision=None, opset=25, out=None, packed=False):
     """ONNX QuantizeLinear: y = saturate(round_half_even(x / scale) + zero_point).
 
     x: float32, float16, bfloat16 or int32 (the types the opset allows). scale: one element
@@ -388,7 +474,9 @@ def quantize_linear(x, scale, zero_point=None, *, axis=_AXIS_DEFAULT, block_size
     ``block_size`` (blocked). zero_point: optional, the scale's shape; its type selects the output
     type (uint8 without one), unless ``output_dtype`` names it. ``saturate`` only matters for float8
     outputs; ``precision`` (opset >= 23) names the division's type (float32, float16, bfloat16).
-    Returns the quantized array (a CodeArray or ml_dtypes array for types NumPy lacks).
+    Returns the quantized array (a CodeArray or ml_dtypes array for types NumPy lacks); with
+    ``out=`` (an array of the result's type and shape, C-contiguous) writes into it and returns it;
+    with ``packed=True`` returns a PackedTensor (ONNX's raw_data, sub-byte types never unpacked).
     """
     attrs = {}
     _common_attributes(attrs, axis, block_size, output_dtype)
@@ -403,42 +491,48 @@ def quantize_linear(x, scale, zero_point=None, *, axis=_AXIS_DEFAULT, block_size
                                       and not isinstance(precision, bool) and int(precision) == 0):
         attrs["precision"] = _type_number(precision, "precision")
     opset = _int_arg(opset, "opset")
-    xa, xt = _as_input(x, "x")
-    sa, st = _as_input(scale, "scale")
+    xa, xt = _as_input(x, "x", raw_sub_byte=True)
+    sa, st = _as_input(scale, "scale", raw_sub_byte=True)
     za, zt = _zero_point_input(zero_point)
-    y, yt = _qdq.quantize_linear(xa, xt, sa, st, za, zt, attrs, opset)
-    return _as_output(y, yt)
+    if not isinstance(packed, bool):
+        raise TypeError(f"packed must be a bool, got {type(packed).__name__}")
+    y, yt = _qdq.quantize_linear(xa, xt, sa, st, za, zt, attrs, opset, _as_out(out), packed)
+    if packed:
+        return PackedTensor(y, yt, _np.shape(xa) if not isinstance(xa, tuple) else xa[1])
+    return _result(y, yt, out)
 
 
 def dequantize_linear(x, scale, zero_point=None, *, axis=_AXIS_DEFAULT, block_size=0, output_dtype=None,
-                      opset=25):
+                      opset=25, out=None):
     """ONNX DequantizeLinear: y = (x - zero_point) * scale, computed exactly as qdq's policy says.
 
     x: any quantized type (int8, uint8, int16, uint16, int32, int4, uint4, int2, uint2, float8,
     float4e2m1). scale: float32, float16, bfloat16 (or float8e8m0 from opset 24), per tensor,
     per axis or blocked as in quantize_linear. zero_point: optional, x's type. ``output_dtype``
-    (opset >= 23): the result's type, by default the scale's.
+    (opset >= 23): the result's type, by default the scale's. x may be a PackedTensor (e.g. a
+    model's raw_data), read without unpacking. ``out=``: write into this array and return it.
     """
     attrs = {}
     _common_attributes(attrs, axis, block_size, output_dtype)
     opset = _int_arg(opset, "opset")
-    xa, xt = _as_input(x, "x")
-    sa, st = _as_input(scale, "scale")
+    xa, xt = _as_input(x, "x", raw_sub_byte=True)
+    sa, st = _as_input(scale, "scale", raw_sub_byte=True)
     za, zt = _zero_point_input(zero_point)
-    y, yt = _qdq.dequantize_linear(xa, xt, sa, st, za, zt, attrs, opset)
-    return _as_output(y, yt)
+    y, yt = _qdq.dequantize_linear(xa, xt, sa, st, za, zt, attrs, opset, _as_out(out))
+    return _result(y, yt, out)
 
 
-def dynamic_quantize_linear(x, *, opset=11):
+def dynamic_quantize_linear(x, *, opset=11, out=None):
     """ONNX DynamicQuantizeLinear (opset >= 11) on a float32 array.
 
     Returns (y, y_scale, y_zero_point): y uint8 of x's shape, y_scale a numpy.float32 and
-    y_zero_point a numpy.uint8 (ONNX's rank-0 tensors).
+    y_zero_point a numpy.uint8 (ONNX's rank-0 tensors). ``out=``: a uint8 array of x's shape that
+    receives y (and is returned as y).
     """
     opset = _int_arg(opset, "opset")
     xa, xt = _as_input(x, "x")
-    y, scale, zero_point = _qdq.dynamic_quantize_linear(xa, xt, opset)
-    return y, _np.float32(scale), _np.uint8(zero_point)
+    y, scale, zero_point = _qdq.dynamic_quantize_linear(xa, xt, opset, _as_out(out))
+    return (y if out is None else out), _np.float32(scale), _np.uint8(zero_point)
 
 
 # --- files ----------------------------------------------------------------------------------------
@@ -469,7 +563,7 @@ def save_tensor(path, array, *, name=""):
     _need_io()
     if not isinstance(name, str):
         raise TypeError(f"name must be a str, got {type(name).__name__}")
-    a, t = _as_input(array, "array")
+    a, t = _as_input(array, "array", raw_sub_byte=True)
     _qdq.save_tensor(_os.fspath(path), a, t, name)
 
 

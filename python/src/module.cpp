@@ -8,15 +8,19 @@
 //   * UINT4, UINT2, FLOAT4E2M1: one code per byte (0..15 / 0..3), in an unsigned 8-bit array;
 //   * INT4, INT2: one value per byte, either sign-extended in a signed 8-bit array (-8..7 / -2..1, as
 //     ml_dtypes stores them) or as the two's complement code in an unsigned 8-bit array (0..15 / 0..3).
-// Sub-byte inputs are packed into ONNX's layout with the library's pack_codes, sub-byte outputs
-// unpacked with unpack_codes (INT4/INT2 then sign-extended into int8): src/types/packing.hpp is the one
-// place that knows the layout. Outputs are new arrays in these conventions (sub-byte signed types as
+// Sub-byte inputs are packed into ONNX's layout with the library's pack_all_codes, sub-byte outputs
+// unpacked with unpack_all_codes (INT4/INT2 sign-extended into int8 in the same pass): vectorised
+// passes at memory speed; src/types/packing.hpp is the one place that knows the layout. ml_dtypes
+// sub-byte arrays are read as they are (the low bits of each byte). A tensor may also be given as a
+// (uint8 array of ONNX's packed bytes, shape) tuple and QuantizeLinear's result returned packed.
+// Outputs are new arrays in these conventions (sub-byte signed types as
 // int8). qdq::Error becomes ValueError with the library's message. The GIL is released while the
 // library computes.
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <memory>
@@ -27,6 +31,7 @@
 
 #include "qdq/qdq.hpp"
 #include "types/packing.hpp"
+#include "types/packing_bulk.hpp"
 
 #ifdef QDQ_PYTHON_WITH_ONNX
 #include "qdq_onnx.hpp"
@@ -83,15 +88,53 @@ std::vector<int64_t> shape_of(const py::array& a) {
   return std::vector<int64_t>(a.shape(), a.shape() + a.ndim());
 }
 
+// Throws ValueError naming the first item of `items` that is not a `bits`-bit value/code, if any.
+// The scan is an OR over all items without early exit, which compilers vectorise (memory speed); only
+// a bad array pays for locating its first bad item.
+void check_sub_byte_items(const uint8_t* items, uint64_t count, int bits, bool signed_items, DataType type,
+                          const char* what) {
+  const uint8_t offset = signed_items ? static_cast<uint8_t>(1u << (bits - 1)) : 0;
+  uint8_t bad = 0;
+  for (uint64_t i = 0; i < count; ++i) bad |= static_cast<uint8_t>(static_cast<uint8_t>(items[i] + offset) >> bits);
+  if (bad == 0) return;
+  const int lo = signed_items ? -(1 << (bits - 1)) : 0;
+  const int hi = signed_items ? (1 << (bits - 1)) - 1 : (1 << bits) - 1;
+  for (uint64_t i = 0; i < count; ++i) {
+    const int v = signed_items ? static_cast<int>(static_cast<int8_t>(items[i])) : static_cast<int>(items[i]);
+    if (v < lo || v > hi) {
+      throw py::value_error(std::string(what) + ": element " + std::to_string(i) + " is " + std::to_string(v) +
+                            ", not a " + qdq::data_type_name(type) + (signed_items ? " value (" : " code (") +
+                            std::to_string(lo) + ".." + std::to_string(hi) + ")");
+    }
+  }
+}
+
+// Bytes of uninitialised memory: the packing passes write every byte, so no zero-fill (and no page
+// touched twice) before they do.
+struct Buffer {
+  std::unique_ptr<uint8_t[]> bytes;
+  explicit Buffer(size_t n = 0) : bytes(n ? new uint8_t[n] : nullptr) {}
+};
+
 // An input tensor: a borrowed view of a numpy array, or of a packed copy for sub-byte types.
 // Built with the GIL held; the view stays valid while `array` (kept here) lives.
+//   `source` is a numpy array in the module's conventions (module comment), an ml_dtypes sub-byte
+//   array (numpy kind 'V': the low bits of each byte are the code, as ml_dtypes stores it), or a
+//   tuple (uint8 array of ONNX's packed bytes, shape) for a tensor given as its raw_data.
 struct Input {
   py::array array;  // keeps the buffer alive
   std::vector<int64_t> shape;
-  std::vector<uint8_t> packed;  // sub-byte types only
+  Buffer packed;  // sub-byte types given unpacked only
   qdq::TensorView view;
 
-  Input(py::array a, DataType type, const char* what) : array(std::move(a)), shape(shape_of(array)) {
+  Input(const py::object& source, DataType type, const char* what) {
+    if (py::isinstance<py::tuple>(source)) {
+      init_packed(py::cast<py::tuple>(source), type, what);
+      return;
+    }
+    array = py::reinterpret_borrow<py::array>(source);
+    if (!py::isinstance<py::array>(source)) throw py::type_error(std::string(what) + ": expected a NumPy array");
+    shape = shape_of(array);
     if (!(array.flags() & py::array::c_style)) {
       throw py::type_error(std::string(what) + ": the array must be C-contiguous");
     }
@@ -111,52 +154,91 @@ struct Input {
     }
     // One code per byte -> ONNX's packed layout, checking every value is representable.
     const int bits = qdq::bit_width(type);
-    const bool signed_items = array.dtype().kind() == 'i';
+    const char kind = array.dtype().kind();
+    const bool signed_items = kind == 'i';
     if (signed_items && !is_signed_sub_byte(type)) {
       throw py::type_error(std::string(what) + ": " + qdq::data_type_name(type) +
                            " codes must be given in an unsigned 8-bit array");
     }
     const auto* items = static_cast<const uint8_t*>(array.data());
-    const int lo = signed_items ? -(1 << (bits - 1)) : 0;
-    const int hi = signed_items ? (1 << (bits - 1)) - 1 : (1 << bits) - 1;
-    for (uint64_t i = 0; i < count; ++i) {
-      const int v = signed_items ? static_cast<int>(static_cast<int8_t>(items[i])) : static_cast<int>(items[i]);
-      if (v < lo || v > hi) {
-        throw py::value_error(std::string(what) + ": element " + std::to_string(i) + " is " + std::to_string(v) +
-                              ", not a " + qdq::data_type_name(type) + (signed_items ? " value (" : " code (") +
-                              std::to_string(lo) + ".." + std::to_string(hi) + ")");
-      }
-    }
-    packed.assign(qdq::storage_bytes(type, count) + 1, 0);  // +1: never a zero-size buffer
+    packed = Buffer(qdq::storage_bytes(type, count) + 1);  // +1: never a zero-size buffer
     {
       py::gil_scoped_release release;
-      qdq::detail::pack_codes(items, bits, 0, static_cast<int64_t>(count), packed.data(), true);
+      if (kind != 'V') check_sub_byte_items(items, count, bits, signed_items, type, what);
+      qdq::detail::pack_all_codes(items, bits, static_cast<int64_t>(count), packed.bytes.get());
     }
-    view.data = packed.data();
+    view.data = packed.bytes.get();
     view.size_bytes = qdq::storage_bytes(type, count);
+  }
+
+ private:
+  void init_packed(const py::tuple& t, DataType type, const char* what) {
+    if (t.size() != 2) throw py::type_error(std::string(what) + ": a packed tensor is (bytes, shape)");
+    array = py::array::ensure(t[0]);
+    if (!array || array.itemsize() != 1 || !(array.flags() & py::array::c_style)) {
+      throw py::type_error(std::string(what) + ": packed bytes must be a C-contiguous 8-bit array");
+    }
+    shape = py::cast<std::vector<int64_t>>(t[1]);
+    for (int64_t d : shape) {
+      if (d < 0) throw py::value_error(std::string(what) + ": negative dimension " + std::to_string(d));
+    }
+    const uint64_t count = qdq::element_count(shape);
+    const uint64_t bytes = qdq::storage_bytes(type, count);
+    if (static_cast<uint64_t>(array.size()) != bytes) {
+      throw py::value_error(std::string(what) + ": " + std::to_string(count) + " " + qdq::data_type_name(type) +
+                            " elements take " + std::to_string(bytes) + " packed bytes, got " +
+                            std::to_string(array.size()));
+    }
+    view.type = type;
+    view.shape = shape;
+    view.data = array.data();
+    view.size_bytes = bytes;
   }
 };
 
-// An output tensor: a new numpy array in this module's conventions, written directly for types of 8
-// bits or more, through a packed buffer for sub-byte types.
+// An output tensor: a numpy array in this module's conventions (new, or the caller's `out`), written
+// directly for types of 8 bits or more, through a packed buffer for sub-byte types; or, with
+// `packed_result`, a new 1-D uint8 array of ONNX's packed bytes (raw_data) written by the library.
 struct Output {
   DataType type;
   std::vector<int64_t> shape;
   py::array array;
   uint8_t* items = nullptr;  // array's buffer, taken while the GIL is held
-  std::vector<uint8_t> packed;
+  Buffer packed;
+  bool unpack = false;
   qdq::MutableTensorView view;
 
-  explicit Output(const qdq::TensorSpec& spec) : type(spec.type), shape(spec.shape) {
-    std::vector<py::ssize_t> dims(shape.begin(), shape.end());
-    array = py::array(storage_dtype(type), dims);
-    items = static_cast<uint8_t*>(array.mutable_data());
+  // out: None, or (array in this module's conventions, the type number the caller means it to hold).
+  Output(const qdq::TensorSpec& spec, const py::object& out, bool packed_result)
+      : type(spec.type), shape(spec.shape) {
     view.type = type;
     view.shape = shape;
     view.size_bytes = spec.size_bytes;
+    if (packed_result) {
+      if (!out.is_none()) throw py::type_error("out= and packed=True cannot be combined");
+      array = py::array(py::dtype("uint8"), std::vector<py::ssize_t>{static_cast<py::ssize_t>(spec.size_bytes)});
+      view.data = array.mutable_data();
+      return;
+    }
+    if (!out.is_none()) {
+      const auto given = py::cast<py::tuple>(out);
+      const auto out_type = static_cast<DataType>(py::cast<int64_t>(given[1]));
+      if (out_type != type) {
+        throw py::type_error("out: the result is " + qdq::data_type_name(type) + ", out holds " +
+                             qdq::data_type_name(out_type));
+      }
+      if (!py::isinstance<py::array>(given[0])) throw py::type_error("out: expected a NumPy array");
+      array = py::reinterpret_borrow<py::array>(given[0]);
+      check_out(array);
+    } else {
+      std::vector<py::ssize_t> dims(shape.begin(), shape.end());
+      array = py::array(storage_dtype(type), dims);
+    }
+    items = static_cast<uint8_t*>(array.mutable_data());
     if (is_sub_byte(type)) {
-      packed.assign(spec.size_bytes + 1, 0);
-      view.data = packed.data();
+      packed = Buffer(spec.size_bytes + 1);
+      view.data = packed.bytes.get();
+      unpack = true;
     } else {
       view.data = items;
     }
@@ -164,18 +246,30 @@ struct Output {
 
   // Call without the GIL, after the library has written `view`.
   void finish() {
-    if (!is_sub_byte(type)) return;
-    const uint64_t count = qdq::element_count(shape);
-    finish_unpack(packed.data(), type, count, items);
+    if (!unpack) return;
+    finish_unpack(packed.bytes.get(), type, qdq::element_count(shape), items);
   }
 
   static void finish_unpack(const uint8_t* packed_data, DataType type, uint64_t count, uint8_t* items) {
-    const int bits = qdq::bit_width(type);
-    qdq::detail::unpack_codes(packed_data, bits, 0, static_cast<int64_t>(count), items);
-    if (is_signed_sub_byte(type)) {
-      for (uint64_t i = 0; i < count; ++i) {
-        items[i] = static_cast<uint8_t>(static_cast<int8_t>(qdq::detail::sign_extend(items[i], bits)));
-      }
+    qdq::detail::unpack_all_codes(packed_data, qdq::bit_width(type), static_cast<int64_t>(count),
+                                  is_signed_sub_byte(type), items);
+  }
+
+ private:
+  void check_out(const py::array& a) const {
+    const py::dtype want = storage_dtype(type);
+    if (!a.dtype().is(want) && !(a.dtype().kind() == want.kind() && a.itemsize() == want.itemsize())) {
+      throw py::type_error("out: expected an array of " + py::cast<std::string>(want.attr("name")) + " items for " +
+                           qdq::data_type_name(type) + ", got " + py::cast<std::string>(a.dtype().attr("name")));
+    }
+    if (shape_of(a) != shape) {
+      std::string want_shape, got_shape;
+      for (int64_t d : shape) want_shape += (want_shape.empty() ? "" : ", ") + std::to_string(d);
+      for (int64_t d : shape_of(a)) got_shape += (got_shape.empty() ? "" : ", ") + std::to_string(d);
+      throw py::value_error("out: the result has shape [" + want_shape + "], out has [" + got_shape + "]");
+    }
+    if (!(a.flags() & py::array::c_style) || !a.writeable()) {
+      throw py::type_error("out: the array must be C-contiguous and writeable");
     }
   }
 };
@@ -214,55 +308,82 @@ Attributes make_attributes(const py::dict& attributes, int64_t opset, const char
   return attrs;
 }
 
-py::tuple quantize_linear(py::array x, int64_t x_type, py::array scale, int64_t scale_type,
-                          std::optional<py::array> zero_point, int64_t zero_point_type,
-                          const py::dict& attributes, int64_t opset) {
+py::tuple quantize_linear(const py::object& x, int64_t x_type, const py::object& scale, int64_t scale_type,
+                          const py::object& zero_point, int64_t zero_point_type, const py::dict& attributes,
+                          int64_t opset, const py::object& out, bool packed) {
   const auto attrs = make_attributes<qdq::QuantizeLinearAttributes>(attributes, opset, "QuantizeLinear");
-  Input xi(std::move(x), to_type(x_type), "x");
-  Input si(std::move(scale), to_type(scale_type), "scale");
+  Input xi(x, to_type(x_type), "x");
+  Input si(scale, to_type(scale_type), "scale");
   std::optional<Input> zi;
-  if (zero_point) zi.emplace(std::move(*zero_point), to_type(zero_point_type), "zero_point");
+  if (!zero_point.is_none()) zi.emplace(zero_point, to_type(zero_point_type), "zero_point");
   const qdq::TensorView* zv = zi ? &zi->view : nullptr;
-  Output out(qdq::quantize_linear_output(attrs, xi.view, si.view, zv));
+  Output y(qdq::quantize_linear_output(attrs, xi.view, si.view, zv), out, packed);
   {
     py::gil_scoped_release release;
-    qdq::quantize_linear(attrs, xi.view, si.view, zv, out.view, execution_options());
-    out.finish();
+    qdq::quantize_linear(attrs, xi.view, si.view, zv, y.view, execution_options());
+    y.finish();
   }
-  return py::make_tuple(out.array, static_cast<int>(out.type));
+  return py::make_tuple(y.array, static_cast<int>(y.type));
 }
 
-py::tuple dequantize_linear(py::array x, int64_t x_type, py::array scale, int64_t scale_type,
-                            std::optional<py::array> zero_point, int64_t zero_point_type,
-                            const py::dict& attributes, int64_t opset) {
+py::tuple dequantize_linear(const py::object& x, int64_t x_type, const py::object& scale, int64_t scale_type,
+                            const py::object& zero_point, int64_t zero_point_type, const py::dict& attributes,
+                            int64_t opset, const py::object& out) {
   const auto attrs = make_attributes<qdq::DequantizeLinearAttributes>(attributes, opset, "DequantizeLinear");
-  Input xi(std::move(x), to_type(x_type), "x");
-  Input si(std::move(scale), to_type(scale_type), "scale");
+  Input xi(x, to_type(x_type), "x");
+  Input si(scale, to_type(scale_type), "scale");
   std::optional<Input> zi;
-  if (zero_point) zi.emplace(std::move(*zero_point), to_type(zero_point_type), "zero_point");
+  if (!zero_point.is_none()) zi.emplace(zero_point, to_type(zero_point_type), "zero_point");
   const qdq::TensorView* zv = zi ? &zi->view : nullptr;
-  Output out(qdq::dequantize_linear_output(attrs, xi.view, si.view, zv));
+  Output y(qdq::dequantize_linear_output(attrs, xi.view, si.view, zv), out, false);
   {
     py::gil_scoped_release release;
-    qdq::dequantize_linear(attrs, xi.view, si.view, zv, out.view, execution_options());
-    out.finish();
+    qdq::dequantize_linear(attrs, xi.view, si.view, zv, y.view, execution_options());
+    y.finish();
   }
-  return py::make_tuple(out.array, static_cast<int>(out.type));
+  return py::make_tuple(y.array, static_cast<int>(y.type));
 }
 
-py::tuple dynamic_quantize_linear(py::array x, int64_t x_type, int64_t opset) {
-  Input xi(std::move(x), to_type(x_type), "x");
+py::tuple dynamic_quantize_linear(const py::object& x, int64_t x_type, int64_t opset, const py::object& out) {
+  Input xi(x, to_type(x_type), "x");
   qdq::TensorSpec spec;
   spec.type = DataType::kUint8;
   spec.shape = xi.shape;
   spec.size_bytes = qdq::element_count(xi.shape);
-  Output out(spec);
+  Output y(spec, out, false);
   qdq::DynamicQuantizationParameters params;
   {
     py::gil_scoped_release release;
-    params = qdq::dynamic_quantize_linear(xi.view, out.view, execution_options(), opset);
+    params = qdq::dynamic_quantize_linear(xi.view, y.view, execution_options(), opset);
   }
-  return py::make_tuple(out.array, params.y_scale, params.y_zero_point);
+  return py::make_tuple(y.array, params.y_scale, params.y_zero_point);
+}
+
+// The ONNX raw_data bytes of a tensor (module conventions or ml_dtypes sub-byte array in, 1-D uint8 out).
+py::array pack(const py::object& array, int64_t type) {
+  Input in(array, to_type(type), "array");
+  py::array bytes(py::dtype("uint8"), std::vector<py::ssize_t>{static_cast<py::ssize_t>(in.view.size_bytes)});
+  const auto* src = static_cast<const uint8_t*>(in.view.data);
+  std::copy(src, src + in.view.size_bytes, static_cast<uint8_t*>(bytes.mutable_data()));
+  return bytes;
+}
+
+// A tensor of `shape` from its ONNX raw_data bytes, in the module's conventions.
+py::array unpack(const py::object& bytes, int64_t type, const std::vector<int64_t>& shape) {
+  const DataType t = to_type(type);
+  Input in(py::make_tuple(bytes, shape), t, "bytes");
+  std::vector<py::ssize_t> dims(shape.begin(), shape.end());
+  py::array result(storage_dtype(t), dims);
+  const uint64_t count = qdq::element_count(shape);
+  auto* items = static_cast<uint8_t*>(result.mutable_data());
+  py::gil_scoped_release release;
+  if (is_sub_byte(t)) {
+    Output::finish_unpack(static_cast<const uint8_t*>(in.view.data), t, count, items);
+  } else if (in.view.size_bytes) {
+    const auto* src = static_cast<const uint8_t*>(in.view.data);
+    std::copy(src, src + in.view.size_bytes, items);
+  }
+  return result;
 }
 
 #ifdef QDQ_PYTHON_WITH_ONNX
@@ -297,8 +418,8 @@ py::tuple load_tensor(const std::string& path) {
   return tensor_to_python(std::move(t));
 }
 
-void save_tensor(const std::string& path, py::array array, int64_t type, const std::string& name) {
-  Input in(std::move(array), to_type(type), "array");
+void save_tensor(const std::string& path, const py::object& array, int64_t type, const std::string& name) {
+  Input in(array, to_type(type), "array");
   qdq::onnx::Tensor t;
   t.type = in.view.type;
   t.shape = in.shape;
@@ -362,12 +483,14 @@ PYBIND11_MODULE(_qdq, m) {
 
   m.def("quantize_linear", &quantize_linear, py::arg("x"), py::arg("x_type"), py::arg("scale"),
         py::arg("scale_type"), py::arg("zero_point").none(true), py::arg("zero_point_type"),
-        py::arg("attributes"), py::arg("opset"));
+        py::arg("attributes"), py::arg("opset"), py::arg("out") = py::none(), py::arg("packed") = false);
   m.def("dequantize_linear", &dequantize_linear, py::arg("x"), py::arg("x_type"), py::arg("scale"),
         py::arg("scale_type"), py::arg("zero_point").none(true), py::arg("zero_point_type"),
-        py::arg("attributes"), py::arg("opset"));
+        py::arg("attributes"), py::arg("opset"), py::arg("out") = py::none());
   m.def("dynamic_quantize_linear", &dynamic_quantize_linear, py::arg("x"), py::arg("x_type"),
-        py::arg("opset") = 11);
+        py::arg("opset") = 11, py::arg("out") = py::none());
+  m.def("pack", &pack, py::arg("array"), py::arg("type"));
+  m.def("unpack", &unpack, py::arg("bytes"), py::arg("type"), py::arg("shape"));
   m.def("parse_data_type", [](const std::string& name) -> std::optional<int> {
     const auto t = qdq::parse_data_type(name);
     if (!t) return std::nullopt;

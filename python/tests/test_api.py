@@ -417,3 +417,16 @@ def test_ml_dtypes_inputs_and_outputs():
     assert qdq.dequantize_linear(f8, np.float32(2)).tolist() == [2, -4, 1]
     b = f32(1, 2.5).astype(ml_dtypes.bfloat16)
     assert qdq.quantize_linear(b, np.float32(0.5).astype(ml_dtypes.bfloat16), np.int8(0)).tolist() == [2, 5]
+
+
+@pytest.mark.skipif(not qdq.HAVE_ML_DTYPES, reason="ml_dtypes is not installed: only the CodeArray representation is tested")
+def test_ml_dtypes_rank0_sub_byte_zero_points():
+    # Found by scripts/differential.py: a rank-0 ml_dtypes sub-byte zero point became a NumPy scalar.
+    import ml_dtypes
+
+    codes = np.array([[1, 14], [7, 0]], np.uint8).view(ml_dtypes.float4_e2m1fn)
+    zp = np.array(1.0, ml_dtypes.float4_e2m1fn)
+    y = qdq.dequantize_linear(codes, np.float32(2), zp)
+    assert y.tolist() == [[-1.0, -10.0], [10.0, -2.0]]
+    q = qdq.quantize_linear(f32(3, -3), np.float32(1), np.array(-2, ml_dtypes.int4))
+    assert q.astype(np.int32).tolist() == [1, -5]

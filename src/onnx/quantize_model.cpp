@@ -921,7 +921,22 @@ Selection select(::onnx::ModelProto& model, const QuantizeModelOptions& options,
         skip("has no reduction axis to block along");
         continue;
       }
-      sel.granularity = {WeightGranularity::Kind::kBlocked, layouts[0].block, block_size};
+      int64_t axis = layouts[0].block;
+      // A convolution with few input channels per group (depthwise, the first layer, an STFT basis)
+      // would get blocks of a handful of elements, each with its own scale: block along the longest
+      // kernel axis instead when the channel axis is shorter than a block.
+      bool all_convolutions = true;
+      for (const Use& use : c.uses) all_convolutions = all_convolutions && (use.op_type == "Conv" || use.op_type == "ConvTranspose");
+      if (all_convolutions && dims[static_cast<size_t>(axis)] < block_size) {
+        for (size_t d = 2; d < dims.size(); ++d) {
+          if (dims[d] > dims[static_cast<size_t>(axis)]) axis = static_cast<int64_t>(d);
+        }
+      }
+      if (dims[static_cast<size_t>(axis)] < 2) {
+        skip("its reduction axes are too short to block (" + shape_to_string(dims) + ")");
+        continue;
+      }
+      sel.granularity = {WeightGranularity::Kind::kBlocked, axis, block_size};
     } else if (!agree) {
       sel.granularity = {WeightGranularity::Kind::kPerTensor, 0, 0};
       sel.note = conflict + "; quantized per tensor";

@@ -811,3 +811,25 @@ TEST(QuantizeModel, CodesAreQuantizeLinearOfTheStoredScales) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(QuantizeModel, ShortConvolutionChannelAxesBlockAlongTheKernel) {
+  TempFolder dir;
+  Model m(21);
+  m.input("x");
+  m.initializer(float_tensor("stft", {64, 1, 256}));   // one input channel: blocks along the kernel
+  m.node("Conv", {"x", "stft"}, {"y1"});
+  m.initializer(float_tensor("pointwise", {64, 1, 1}));  // nothing to block along
+  m.node("Conv", {"x", "pointwise"}, {"y2"});
+  m.save(dir / "in.onnx");
+  QuantizeModelOptions o = options(WeightFormat::kInt4);
+  const auto report = qdq::onnx::quantize_model_file(dir / "in.onnx", dir / "out.onnx", o);
+  ASSERT_EQ(report.tensors.size(), 1u);
+  EXPECT_EQ(report.tensors[0].granularity, "blocked(axis=2,block=32)");
+  EXPECT_LT(report.tensors[0].bytes_after, report.tensors[0].bytes_before);
+  ASSERT_EQ(report.skipped.size(), 1u);
+  EXPECT_EQ(report.skipped[0].name, "pointwise");
+}
+
+}  // namespace

@@ -50,6 +50,9 @@ Command register_quantize(CLI::App& app, const GlobalOptions& globals);
 /// built with QDQ_BUILD_BENCH).
 Command register_bench(CLI::App& app, const GlobalOptions& globals);
 
+/// `qdq convert IN.onnx -o OUT.onnx --opset N [--json]` (cmd_convert.cpp).
+Command register_convert(CLI::App& app, const GlobalOptions& globals);
+
 /// Installs SIGINT/SIGTERM/SIGHUP handlers that remove the staged files of every qdq::onnx::ModelWriter
 /// (qdq::onnx::remove_temporary_model_files) and then re-raise the signal. For subcommands that write
 /// models (cmd_quantize.cpp). Not thread-safe; call before writing.

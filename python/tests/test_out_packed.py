@@ -1,0 +1,122 @@
+"""out= (results written into the caller's arrays) and ONNX's packed bytes (qdq.PackedTensor)."""
+import numpy as np
+import pytest
+
+import qdq
+from conftest import assert_bit_exact, codes
+
+RNG = np.random.default_rng(99)
+SUB_BYTE = ["int4", "uint4", "int2", "uint2", "float4e2m1"]
+
+
+def weights(shape=(6, 64)):
+    return (RNG.standard_normal(shape) * 3).astype(np.float32)
+
+
+def test_out_receives_the_result_for_every_representation():
+    x = weights()
+    s = np.float32(0.25)
+    for dtype in ["int8", "uint16", "int4", "uint2", "float8e4m3fn", "float4e2m1"]:
+        want = qdq.quantize_linear(x, s, output_dtype=dtype)
+        out = np.empty_like(want)  # ml_dtypes array, CodeArray or plain array, like the result
+        if isinstance(want, qdq.CodeArray):
+            out = qdq.CodeArray(np.zeros(want.shape, want.dtype), dtype)
+        got = qdq.quantize_linear(x, s, output_dtype=dtype, out=out)
+        assert got is out
+        assert_bit_exact(got, want, dtype)
+    y = qdq.dequantize_linear(qdq.quantize_linear(x, s, np.int8(0)), s, np.int8(0))
+    out = np.empty_like(y)
+    assert qdq.dequantize_linear(qdq.quantize_linear(x, s, np.int8(0)), s, np.int8(0), out=out) is out
+    assert_bit_exact(out, y)
+    out8 = np.empty(x.shape, np.uint8)
+    y8, scale, zp = qdq.dynamic_quantize_linear(x, out=out8)
+    assert y8 is out8 and np.array_equal(out8, qdq.dynamic_quantize_linear(x)[0])
+
+
+def test_out_is_checked_before_anything_is_written():
+    x = weights((4, 8))
+    s = np.float32(0.5)
+    bad = [
+        (np.empty((4, 8), np.uint8), TypeError, "holds|items"),         # int8 result, uint8 out
+        (np.empty((4, 9), np.int8), ValueError, "shape"),
+        (np.empty((8, 8), np.int8)[::2], TypeError, "contiguous"),
+        ([0] * 32, TypeError, "NumPy array"),
+    ]
+    for out, error, match in bad:
+        with pytest.raises(error, match=match):
+            qdq.quantize_linear(x, s, np.int8(0), out=out)
+    ro = np.zeros((4, 8), np.int8)
+    ro.flags.writeable = False
+    with pytest.raises((TypeError, ValueError)):
+        qdq.quantize_linear(x, s, np.int8(0), out=ro)
+    assert not ro.any()
+    with pytest.raises(TypeError, match="packed"):
+        qdq.quantize_linear(x, s, np.int8(0), out=np.empty((4, 8), np.int8), packed=True)
+
+
+@pytest.mark.parametrize("dtype", SUB_BYTE + ["int8", "float8e5m2", "uint16"])
+@pytest.mark.parametrize("shape", [(7,), (3, 5), (2, 3, 4), (0,)])
+def test_packed_result_is_onnx_raw_data(dtype, shape):
+    x = (RNG.standard_normal(shape) * 4).astype(np.float32)
+    s = np.float32(0.5)
+    y = qdq.quantize_linear(x, s, output_dtype=dtype)
+    p = qdq.quantize_linear(x, s, output_dtype=dtype, packed=True)
+    assert isinstance(p, qdq.PackedTensor) and p.dtype == dtype and p.shape == shape
+    c, _ = codes(y)
+    bits = qdq._qdq.bit_width(qdq._type_number(dtype, "t"))
+    flat = c.reshape(-1).astype(np.int64) & ((1 << bits) - 1) if bits < 8 else None
+    if bits < 8:  # ONNX's layout, written out independently: element k at bit (k*bits) % 8 of byte k*bits//8
+        want = np.zeros((flat.size * bits + 7) // 8, np.uint8)
+        for k, v in enumerate(flat):
+            want[k * bits // 8] |= np.uint8(v << (k * bits % 8))
+        assert p.tobytes() == want.tobytes()
+    else:
+        assert p.tobytes() == np.ascontiguousarray(c).tobytes()
+    assert_bit_exact(p.to_array(), y)
+    assert qdq.pack(y).tobytes() == p.tobytes()
+    assert_bit_exact(qdq.unpack(qdq.pack(y)), y)
+    # Packed input: DequantizeLinear reads it without unpacking, and agrees with the unpacked input.
+    assert_bit_exact(qdq.dequantize_linear(p, s), qdq.dequantize_linear(y, s))
+
+
+def test_packed_tensor_checks_its_size():
+    with pytest.raises(ValueError, match="take 2 bytes"):
+        qdq.PackedTensor(np.zeros(3, np.uint8), "int4", (4,))
+    p = qdq.PackedTensor(b"\x21\x03", "uint4", (3,))
+    assert codes(p.to_array())[0].tolist() == [1, 2, 3]
+    assert bytes(p) == b"\x21\x03"
+    assert "uint4" in repr(p)
+    with pytest.raises(TypeError):
+        qdq.unpack(np.zeros(2, np.uint8))
+
+
+@pytest.mark.skipif(not qdq.HAVE_ML_DTYPES, reason="ml_dtypes is not installed: only the CodeArray representation is tested")
+def test_ml_dtypes_sub_byte_inputs_use_the_low_bits_only():
+    import ml_dtypes
+
+    x = np.array([-8, -1, 0, 7, 3], ml_dtypes.int4)
+    raw = x.view(np.uint8).copy()
+    dirty = (raw | np.uint8(0xF0)).view(ml_dtypes.int4)  # ml_dtypes leaves the upper bits unspecified
+    assert qdq.dequantize_linear(dirty, np.float32(1)).tolist() == [-8, -1, 0, 7, 3]
+    u = np.array([0, 3, 1, 2], np.uint8).view(ml_dtypes.uint2)
+    dirty_u = (u.view(np.uint8) | np.uint8(0xFC)).view(ml_dtypes.uint2)
+    assert qdq.dequantize_linear(dirty_u, np.float32(2)).tolist() == [0, 6, 2, 4]
+
+
+def test_out_of_range_codes_are_still_named():
+    with pytest.raises(ValueError, match="element 2 is 16"):
+        qdq.dequantize_linear(_uint4_with(16), np.float32(1))
+    with pytest.raises(ValueError, match="element 1 is -9"):
+        qdq.save_tensor("/nonexistent/x.pb", _int4_raw(np.array([1, -9], np.int8)))
+
+
+def _uint4_with(value):
+    c = qdq.CodeArray(np.array([1, 2, 3], np.uint8), "uint4")
+    c.view(np.ndarray)[2] = value  # bypasses CodeArray's own check, as a buggy caller might
+    return c
+
+
+def _int4_raw(values):
+    c = qdq.CodeArray(np.zeros(values.shape, np.int8), "int4")
+    c.view(np.ndarray)[:] = values
+    return c
