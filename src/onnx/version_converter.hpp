@@ -26,12 +26,21 @@ struct OpsetConversion {
   std::vector<std::string> changes;
 };
 
+/// The newest ai.onnx opset the generated operator table (op_versions.inc) knows. Allocates nothing.
+int64_t max_supported_opset();
+
+/// The least IR version a model importing ai.onnx `opset` needs (0 if unknown). Allocates nothing.
+int64_t min_ir_version_for_opset(int64_t opset);
+
 /// Raises `model`'s ai.onnx opset_import to `target_opset` (and its ir_version to the least one that
 /// opset needs, if lower), converting every default-domain node of the main graph and of every
 /// subgraph (If/Loop/Scan bodies) whose operator has a different since-version at the two opsets.
 /// A target at or below the current opset changes nothing. Throws qdq::Error — before changing
-/// anything — naming the op, its node and both versions when a node cannot be converted exactly.
-/// Allocates the new attributes/initializers it adds; single-threaded.
+/// anything — naming the op, its node and both versions when a node cannot be converted exactly (the
+/// first such node, and how many more there are). New inputs are int64/float initializers of the graph
+/// that holds the node (subgraphs get their own); model-local functions are left as they are, and one
+/// that imports ai.onnx at another version than the target is an error. Allocates the nodes and
+/// initializers it adds; single-threaded.
 OpsetConversion convert_opset(::onnx::ModelProto& model, int64_t target_opset);
 
 }  // namespace qdq::onnx

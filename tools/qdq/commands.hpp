@@ -50,6 +50,9 @@ Command register_quantize(CLI::App& app, const GlobalOptions& globals);
 /// built with QDQ_BUILD_BENCH).
 Command register_bench(CLI::App& app, const GlobalOptions& globals);
 
+/// `qdq convert IN.onnx -o OUT.onnx --opset N [--json]` (cmd_convert.cpp).
+Command register_convert(CLI::App& app, const GlobalOptions& globals);
+
 /// Prints "qdq: MESSAGE" as exactly one line on stderr (newlines in MESSAGE become spaces).
 /// Thread-compatible; never throws.
 void report_error(std::string_view message) noexcept;

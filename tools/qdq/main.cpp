@@ -69,6 +69,7 @@ int run_main(int argc, char** argv) {
       register_run(app, globals),
       register_test(app, globals),
       register_quantize(app, globals),
+      register_convert(app, globals),
 #if defined(QDQ_CLI_HAVE_BENCH)
       register_bench(app, globals),
 #endif
