@@ -194,8 +194,15 @@ def recompute_codes(original, original_dir, quantized, quantized_dir, names):
             block = _attribute(dq, "block_size", 0)
             if block:
                 attributes["block_size"] = block
-            if len(inputs) < 3:
+            if len(inputs) < 3 and opset(quantized) >= 21:
                 attributes["output_dtype"] = codes_tensor.data_type
+            elif len(inputs) < 3:
+                # Before opset 21 only a zero point selects a float8 output type: an all-zero one of the codes' type.
+                scale_dims = list(stored[dq.input[1]].dims)
+                zero = np.zeros(scale_dims, dtype=helper.tensor_dtype_to_np_dtype(codes_tensor.data_type))
+                inits.append(helper.make_tensor(f"{tag}_2", codes_tensor.data_type, scale_dims,
+                                                zero.view(np.uint8).tobytes(), raw=True))
+                inputs.append(f"{tag}_2")
             nodes.append(helper.make_node("QuantizeLinear", inputs, [f"{tag}_q"], **attributes))
             outputs.append(helper.make_tensor_value_info(f"{tag}_q", codes_tensor.data_type, None))
             expected_names.append((name, k))

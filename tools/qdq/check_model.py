@@ -47,7 +47,8 @@ import json
 import os
 import sys
 
-REPO_HINT = "bash scripts/setup.sh (into build/venv), or `python3 -m pip install {}` into the Python that runs this script (QDQ_PYTHON)"
+REPO_HINT = ("`python3 -m pip install {}` into the Python that runs this script (qdq names it by $QDQ_PYTHON; "
+             "in a qdq checkout, bash scripts/setup.sh makes build/venv)")
 
 
 class CheckError(Exception):
