@@ -229,6 +229,21 @@ void legacy_broadcast_to_numpy(Step& s) {
   s.remove("consumed_inputs");
 }
 
+// DFT-20 takes the axis as an optional input whose default (-2) differs from the attribute's (1):
+// the axis is always given explicitly.
+void dft_20(Step& s) {
+  s.require_literal("axis");
+  const int64_t axis = s.get_int("axis", 1);
+  s.remove("axis");
+  ::onnx::TensorProto tensor;
+  tensor.set_name(s.names->unique(s.base + "_axis"));
+  tensor.set_data_type(7);
+  tensor.add_int64_data(axis);  // a scalar: no dims
+  s.tensors.push_back(tensor);
+  s.set_input(2, tensor.name());
+  s.notes.push_back("axis attribute -> input");
+}
+
 void gemm_7(Step& s) { s.remove("broadcast"); }
 
 void concat_4(Step& s) {
@@ -643,6 +658,9 @@ const std::unordered_map<std::string, StepRule>& step_rules() {
     compatible("LRN", {13});
     compatible("MatMul", {9, 13});
     compatible("MeanVarianceNormalization", {13});
+    compatible("MaxUnpool", {11});
+    compatible("NegativeLogLikelihoodLoss", {13});
+    adapt("DFT", 20, dft_20);
     compatible("Mod", {13, 28});
     compatible("NonMaxSuppression", {11});
     compatible("NonZero", {13});
@@ -799,8 +817,11 @@ bool has_subgraphs(const ::onnx::NodeProto& node) {
   return false;
 }
 
+using NodeList = google::protobuf::RepeatedPtrField<::onnx::NodeProto>;
+
 struct PlannedNode {
-  ::onnx::GraphProto* graph = nullptr;
+  NodeList* nodes = nullptr;              // the list holding the node
+  ::onnx::GraphProto* graph = nullptr;    // the graph holding `nodes`; nullptr in a function body
   int depth = 0;  // 0: the main graph
   int index = 0;
   Step step;
@@ -811,6 +832,8 @@ struct Planner {
   int64_t to_opset = 0;
   bool legacy_ir = false;  // the converted model's IR version is below 4
   TypeMap types;
+  TypeMap no_types;  // for function bodies, whose value names are a scope of their own
+  bool in_function = false;
   NameSource names;
   std::vector<PlannedNode> planned;  // in the order graphs are finished: subgraphs before their parents
   std::vector<std::string> errors;
@@ -819,8 +842,12 @@ struct Planner {
   int depth = 0;
 
   void plan_graph(::onnx::GraphProto& graph, const std::string& graph_label) {
-    for (int k = 0; k < graph.node_size(); ++k) {
-      ::onnx::NodeProto& node = *graph.mutable_node(k);
+    plan_nodes(*graph.mutable_node(), &graph, graph_label);
+  }
+
+  void plan_nodes(NodeList& nodes, ::onnx::GraphProto* graph, const std::string& graph_label) {
+    for (int k = 0; k < nodes.size(); ++k) {
+      ::onnx::NodeProto& node = *nodes.Mutable(k);
       for (auto& a : *node.mutable_attribute()) {
         const std::string inner = node.op_type() + " " + node_label(node, k, graph_label) + " attribute " + a.name();
         ++depth;
@@ -828,12 +855,12 @@ struct Planner {
         for (auto& g : *a.mutable_graphs()) plan_graph(g, g.name().empty() ? inner : g.name());
         --depth;
       }
-      if (is_default_domain(node.domain())) plan_node(graph, k, graph_label);
+      if (is_default_domain(node.domain())) plan_node(nodes, graph, k, graph_label);
     }
   }
 
-  void plan_node(::onnx::GraphProto& graph, int index, const std::string& graph_label) {
-    const ::onnx::NodeProto& node = graph.node(index);
+  void plan_node(NodeList& nodes, ::onnx::GraphProto* graph, int index, const std::string& graph_label) {
+    const ::onnx::NodeProto& node = nodes.Get(index);
     const std::string label = node_label(node, index, graph_label);
     const auto& table = op_table();
     const auto found = table.find(node.op_type());
@@ -853,7 +880,7 @@ struct Planner {
     Step step;
     step.node = node;
     step.target_opset = to_opset;
-    step.types = &types;
+    step.types = in_function ? &no_types : &types;
     step.names = &names;
     step.base = !node.name().empty() ? node.name() : (node.output_size() > 0 ? node.output(0) : node.op_type());
     std::string op = node.op_type();
@@ -911,45 +938,62 @@ struct Planner {
       rewritten = step.node.SerializeAsString() != node.SerializeAsString();
     }
     if (!rewritten) return;
-    if (legacy_ir && !step.tensors.empty() && depth > 0) {
+    if (legacy_ir && !step.tensors.empty() && graph != nullptr && depth > 0) {
       fail("IR version " + std::to_string(ir_version_for(to_opset)) +
            " needs initializers to be graph inputs, which a subgraph cannot add");
       return;
+    }
+    if (graph == nullptr) {  // a function body has no initializers: new constants are Constant nodes
+      std::vector<::onnx::NodeProto> constants;
+      for (auto& tensor : step.tensors) {
+        ::onnx::NodeProto constant;
+        constant.set_op_type("Constant");
+        constant.set_name(names.unique(tensor.name() + "_constant"));
+        constant.add_output(tensor.name());
+        auto* value = constant.add_attribute();
+        value->set_name("value");
+        value->set_type(::onnx::AttributeProto::TENSOR);
+        *value->mutable_t() = std::move(tensor);
+        constants.push_back(std::move(constant));
+      }
+      step.tensors.clear();
+      step.before.insert(step.before.begin(), constants.begin(), constants.end());
     }
     if (step.notes.empty()) step.notes.push_back("attributes updated");
     std::string change = node.op_type() + " " + label + ": " + from_text + " -> " + op + "-" + std::to_string(current);
     for (size_t k = 0; k < step.notes.size(); ++k) change += (k == 0 ? ": " : "; ") + step.notes[k];
     changes.push_back(change);
-    planned.push_back(PlannedNode{&graph, depth, index, std::move(step)});
+    planned.push_back(PlannedNode{&nodes, graph, depth, index, std::move(step)});
   }
 };
 
-// Replaces the planned nodes of one graph (all entries share `graph`), keeping the node order.
-void apply_to_graph(::onnx::GraphProto& graph, std::vector<PlannedNode*>& entries, bool legacy_ir) {
+// Replaces the planned nodes of one node list (all entries share it), keeping the node order.
+void apply_to_nodes(NodeList& nodes, std::vector<PlannedNode*>& entries, bool legacy_ir) {
   std::sort(entries.begin(), entries.end(), [](auto* a, auto* b) { return a->index < b->index; });
-  google::protobuf::RepeatedPtrField<::onnx::NodeProto> old;
-  old.Swap(graph.mutable_node());
+  NodeList old;
+  old.Swap(&nodes);
   size_t e = 0;
   for (int k = 0; k < old.size(); ++k) {
     if (e < entries.size() && entries[e]->index == k) {
       Step& step = entries[e]->step;
-      for (auto& n : step.before) *graph.add_node() = std::move(n);
-      *graph.add_node() = std::move(step.node);
-      for (auto& n : step.after) *graph.add_node() = std::move(n);
+      ::onnx::GraphProto* graph = entries[e]->graph;
+      for (auto& n : step.before) *nodes.Add() = std::move(n);
+      *nodes.Add() = std::move(step.node);
+      for (auto& n : step.after) *nodes.Add() = std::move(n);
       for (auto& t : step.tensors) {
         if (legacy_ir) {  // before IR 4 every initializer is also a graph input
-          auto* input = graph.add_input();
+          auto* input = graph->add_input();
           input->set_name(t.name());
           auto* type = input->mutable_type()->mutable_tensor_type();
           type->set_elem_type(t.data_type());
           for (int64_t d : t.dims()) type->mutable_shape()->add_dim()->set_dim_value(d);
           if (t.dims_size() == 0) type->mutable_shape();
         }
-        *graph.add_initializer() = std::move(t);
+        *graph->add_initializer() = std::move(t);
       }
       ++e;
     } else {
-      *graph.add_node() = std::move(*old.Mutable(k));
+      *nodes.Add() = std::move(*old.Mutable(k));
     }
   }
 }
@@ -983,13 +1027,13 @@ OpsetConversion convert_opset(::onnx::ModelProto& model, int64_t target_opset) {
   if (result.from_opset < 1) {
     throw Error("convert_opset: the model's ai.onnx opset " + std::to_string(result.from_opset) + " is not valid");
   }
-  // Model-local functions run under their own opset imports, which must agree with the model's.
+  // Model-local functions run under their own opset imports; the checker wants them to agree with the
+  // model's, so the bodies of those that import ai.onnx below the target are converted too.
   for (const auto& function : model.functions()) {
     for (const auto& opset : function.opset_import()) {
-      if (is_default_domain(opset.domain()) && opset.version() != target_opset) {
+      if (is_default_domain(opset.domain()) && opset.version() > target_opset) {
         throw Error("convert_opset: model-local function '" + function.name() + "' imports ai.onnx opset " +
-                    std::to_string(opset.version()) + "; converting function bodies to opset " +
-                    std::to_string(target_opset) + " is not supported");
+                    std::to_string(opset.version()) + ", newer than the target " + std::to_string(target_opset));
       }
     }
   }
@@ -1000,7 +1044,27 @@ OpsetConversion convert_opset(::onnx::ModelProto& model, int64_t target_opset) {
   planner.legacy_ir = std::max(model.ir_version(), ir_version_for(target_opset)) < 4;
   collect_types(model.graph(), planner.types);
   collect_names(model.graph(), planner.names);
+  for (const auto& function : model.functions()) {
+    for (const auto& node : function.node()) {
+      planner.names.add(node.name());
+      for (const auto& v : node.input()) planner.names.add(v);
+      for (const auto& v : node.output()) planner.names.add(v);
+    }
+  }
   planner.plan_graph(*model.mutable_graph(), "");
+  std::vector<::onnx::OperatorSetIdProto*> function_imports;
+  for (auto& function : *model.mutable_functions()) {
+    for (auto& opset : *function.mutable_opset_import()) {
+      if (!is_default_domain(opset.domain()) || opset.version() >= target_opset) continue;
+      planner.from_opset = opset.version();
+      planner.in_function = true;
+      planner.depth = 1;
+      planner.plan_nodes(*function.mutable_node(), nullptr, "function '" + function.name() + "'");
+      planner.depth = 0;
+      planner.in_function = false;
+      function_imports.push_back(&opset);
+    }
+  }
   if (!planner.errors.empty()) {
     std::string message = "convert_opset: cannot convert " + planner.errors.front();
     if (planner.errors.size() > 1) {
@@ -1012,14 +1076,15 @@ OpsetConversion convert_opset(::onnx::ModelProto& model, int64_t target_opset) {
 
   // Nothing has changed so far. The innermost graphs are rebuilt first, and a node holding subgraphs
   // is never replaced, so the pointers to subgraphs stay valid while their parents are rebuilt.
-  std::vector<std::pair<int, ::onnx::GraphProto*>> order;
-  std::unordered_map<::onnx::GraphProto*, std::vector<PlannedNode*>> by_graph;
+  std::vector<std::pair<int, NodeList*>> order;
+  std::unordered_map<NodeList*, std::vector<PlannedNode*>> by_list;
   for (auto& p : planner.planned) {
-    if (by_graph.count(p.graph) == 0) order.emplace_back(p.depth, p.graph);
-    by_graph[p.graph].push_back(&p);
+    if (by_list.count(p.nodes) == 0) order.emplace_back(p.depth, p.nodes);
+    by_list[p.nodes].push_back(&p);
   }
   std::stable_sort(order.begin(), order.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
-  for (const auto& [depth, graph] : order) apply_to_graph(*graph, by_graph[graph], planner.legacy_ir);
+  for (const auto& [depth, nodes] : order) apply_to_nodes(*nodes, by_list[nodes], planner.legacy_ir);
+  for (auto* opset : function_imports) opset->set_version(target_opset);
 
   for (auto& opset : *model.mutable_opset_import()) {
     if (is_default_domain(opset.domain())) opset.set_version(target_opset);

@@ -38,9 +38,10 @@ int64_t min_ir_version_for_opset(int64_t opset);
 /// A target at or below the current opset changes nothing. Throws qdq::Error — before changing
 /// anything — naming the op, its node and both versions when a node cannot be converted exactly (the
 /// first such node, and how many more there are). New inputs are int64/float initializers of the graph
-/// that holds the node (subgraphs get their own); model-local functions are left as they are, and one
-/// that imports ai.onnx at another version than the target is an error. Allocates the nodes and
-/// initializers it adds; single-threaded.
+/// that holds the node (subgraphs get their own). Model-local functions that import ai.onnx below the
+/// target are converted the same way (new constants become Constant nodes) and their import raised; one
+/// importing a newer ai.onnx than the target is an error. Allocates the nodes and initializers it adds;
+/// single-threaded.
 OpsetConversion convert_opset(::onnx::ModelProto& model, int64_t target_opset);
 
 }  // namespace qdq::onnx

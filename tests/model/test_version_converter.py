@@ -21,7 +21,7 @@ MODELS = pathlib.Path("/work/shared/models")
 FLOAT = TensorProto.FLOAT
 
 
-def make_model(nodes, inputs, outputs, opset, initializers=(), ir_version=None):
+def make_model(nodes, inputs, outputs, opset, initializers=(), ir_version=None, extra_opsets=(), functions=()):
     """inputs/outputs: (name, elem_type, shape) tuples; shape None for outputs means unknown."""
     graph = helper.make_graph(
         nodes,
@@ -30,7 +30,8 @@ def make_model(nodes, inputs, outputs, opset, initializers=(), ir_version=None):
         [helper.make_tensor_value_info(n, t, s) for n, t, s in outputs],
         initializer=list(initializers),
     )
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset), *extra_opsets],
+                              functions=list(functions))
     model.ir_version = ir_version or helper.find_min_ir_version_for([helper.make_opsetid("", opset)])
     # The checker wants the outputs' shapes: take them from shape inference, but keep no value_info,
     # so that the converter sees intermediate values without types, as in exported models.
@@ -229,6 +230,12 @@ def test_dropout(check, opset, ratio):
     check(model, [12, 13, 24])
 
 
+@pytest.mark.parametrize("attrs", [{}, {"axis": 2, "onesided": 1}, {"axis": 1, "inverse": 1}])
+def test_dft(check, attrs):
+    model = make_model([node("DFT", ["x"], ["y"], **attrs)], [("x", FLOAT, [2, 8, 6, 1])], [("y", FLOAT, None)], 17)
+    check(model, [20, 24])
+
+
 # ---- Softmax family: coerce-to-2-D before 13 -----------------------------------------------------
 
 
@@ -391,6 +398,18 @@ def test_loop_body_is_converted(check):
     model = make_model([helper.make_node("Loop", ["trip", "", "x"], ["y"], body=body, name="loop")],
                        [("x", FLOAT, [2, 3])], [("y", FLOAT, [2, 3])], 11, [trip])
     check(model, [13, 24])
+
+
+def test_model_local_function_body_is_converted(check):
+    body = [helper.make_node("Unsqueeze", ["a"], ["u"], axes=[0], name="f_unsqueeze"),
+            helper.make_node("ReduceSum", ["u"], ["b"], axes=[0], keepdims=0, name="f_reduce"),
+            helper.make_node("Softmax", ["b"], ["c"], axis=0, name="f_softmax")]
+    function = helper.make_function("local", "F", ["a"], ["c"], body, [helper.make_opsetid("", 11)])
+    model = make_model([helper.make_node("F", ["x"], ["y"], domain="local", name="call")],
+                       [("x", FLOAT, [3, 4])], [("y", FLOAT, [3, 4])], 11, ir_version=8,
+                       extra_opsets=[helper.make_opsetid("local", 1)], functions=[function])
+    reports = check(model, [13, 24])
+    assert len(reports[0]["changes"]) == 3
 
 
 # ---- refusals ------------------------------------------------------------------------------------
