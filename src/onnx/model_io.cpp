@@ -448,14 +448,18 @@ void ModelWriter::finish(::onnx::ModelProto& model, const ModelSource* source) {
     if (!to_data_file && !external) return;
     const std::string what = (source != nullptr ? source->path() : output_path_) + ": tensor '" + tensor.name() + "'";
     if (external && source == nullptr) fail(what, "has external data but there is no source model");
+    const int32_t type = tensor.data_type();
+    const bool sized = is_known_data_type(type) && bit_width(static_cast<DataType>(type)) != 0;
+    if (!sized) return;  // STRING and unknown types stay as they are
+    if (to_data_file && ModelSource::data_bytes(tensor, what) < kExternalThreshold) {
+      if (!external) return;
+      to_data_file = false;  // small tensors go inline whatever their input layout was
+    }
     if (to_data_file) {
       if (external) {
         write_external(tensor, source->tensor_bytes(tensor, what).span());
         return;
       }
-      const int32_t type = tensor.data_type();
-      if (!is_known_data_type(type) || bit_width(static_cast<DataType>(type)) == 0) return;  // STRING
-      if (ModelSource::data_bytes(tensor, what) < kExternalThreshold) return;
       std::vector<uint8_t> copy;  // write_external clears the fields that borrowed bytes live in
       {
         const TensorBytes bytes = ModelSource::inline_bytes(tensor, what);

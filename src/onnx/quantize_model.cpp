@@ -365,6 +365,9 @@ QuantizedWeight quantize_weight(const TensorView& weight, WeightFormat format, c
   const bool with_zero_point = f.integer || (f.element == DataType::kFloat8E4M3FN && !f.mx && opset < 21);
   Tensor zero_point;
   if (with_zero_point) zero_point = make_tensor(f.element, g.param_shape);
+  const double type_max = weight.type == DataType::kFloat16 ? 65504.0
+                          : weight.type == DataType::kBFloat16 ? 3.3895313892515355e38
+                                                               : static_cast<double>(std::numeric_limits<float>::max());
   const int64_t qmin = f.integer ? (f.signed_codes ? -(int64_t{1} << (f.bits - 1)) : 0) : 0;
   const int64_t qmax = f.integer ? (f.signed_codes ? (int64_t{1} << (f.bits - 1)) - 1 : (int64_t{1} << f.bits) - 1) : 0;
   for (uint64_t p = 0; p < g.params; ++p) {
@@ -381,7 +384,9 @@ QuantizedWeight quantize_weight(const TensorView& weight, WeightFormat format, c
       continue;
     }
     int64_t zp = 0;
-    if (symmetric) {
+    // An asymmetric grid's rounded zero point can push its far end past the weight type's largest
+    // value, which would dequantize to infinity; groups that large use the symmetric rule.
+    if (symmetric || amax > type_max / 4) {
       const int64_t levels = f.signed_codes ? qmax : (qmax - 1) / 2;  // 127/7 either way
       if (!f.signed_codes) zp = (qmax + 1) / 2;
       store_scale(amax > 0 ? amax / static_cast<double>(levels) : 1.0, scale_type, result.scale.data.data(), p);
