@@ -13,7 +13,8 @@ process, with
     (QOperator mode, block 32; its QDQ mode refuses 8 bits for MatMul), the closest it has to qdq int8.
 Each figure is the child's wall time (process start to exit, model load and save included) and its peak
 RSS, from resource.getrusage(RUSAGE_CHILDREN) in a small wrapper process whose only child is the run.
-Seconds per GB divide by the float32 weight bytes in 10^9. The table shows qdq and ORT side by side with
+It also records the child's CPU time (user + system, all threads): on a shared machine the wall time
+depends on the load, the CPU time much less. Seconds per GB divide by the float32 weight bytes in 10^9. The table shows qdq and ORT side by side with
 the ratios (ORT time / qdq time, qdq RSS / ORT RSS). Goal: at least 10x faster, at most 1/4 of the memory.
 
 Needs build/venv (numpy, onnx, onnxruntime) and a built qdq; about 3 x --gib of free disk in --dir.
@@ -44,6 +45,7 @@ result = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subproce
 seconds = time.perf_counter() - start
 usage = resource.getrusage(resource.RUSAGE_CHILDREN)
 print(json.dumps({"rc": result.returncode, "seconds": seconds, "max_rss_kib": usage.ru_maxrss,
+                  "cpu_seconds": usage.ru_utime + usage.ru_stime,
                   "stderr": result.stderr[-2000:]}))
 """
 
@@ -146,8 +148,8 @@ def main():
             if quantized != weight_bytes // (SIDE * SIDE * 4):
                 raise SystemExit(f"bench: {name} quantized {quantized} of the MatMul weights, not all of them")
             figures[name]["gb_per_s"] = weight_bytes / 1e9 / figures[name]["seconds"]
-            print(f"  {name}: {figures[name]['seconds']:.2f} s, peak RSS {figures[name]['max_rss_kib'] / 1024:.0f} MiB",
-                  flush=True)
+            print(f"  {name}: {figures[name]['seconds']:.2f} s ({figures[name]['cpu_seconds']:.2f} s CPU), "
+                  f"peak RSS {figures[name]['max_rss_kib'] / 1024:.0f} MiB", flush=True)
             clear(folder, {"model.onnx", "model.weights"})
         load_after = os.getloadavg()
     finally:
@@ -157,8 +159,8 @@ def main():
     gb = weight_bytes / 1e9
     print(f"\n{weight_bytes / 2**30:.2f} GiB ({gb:.2f} GB) of float32 MatMul weights, {os.cpu_count()} CPUs, "
           f"load average {load_before[0]:.1f} before / {load_after[0]:.1f} after\n")
-    print("| weights | qdq s/GB | qdq peak RSS | ONNX Runtime (MatMulNBitsQuantizer) | ORT s/GB | ORT peak RSS "
-          "| speed-up | memory |")
+    print("| weights | qdq s/GB (CPU s/GB) | qdq peak RSS | ONNX Runtime (MatMulNBitsQuantizer) "
+          "| ORT s/GB (CPU s/GB) | ORT peak RSS | speed-up (CPU) | memory |")
     print("|---|---|---|---|---|---|---|---|")
     pairs = (("int8 per channel", "qdq int8", "ort 8-bit", "8 bits, MatMulNBits, block 32"),
              ("int4 blocked 32", "qdq int4", "ort 4-bit", "4 bits, QDQ, block 32"))
@@ -166,12 +168,16 @@ def main():
         if ours not in figures or theirs not in figures:
             continue
         a, b = figures[ours], figures[theirs]
-        print(f"| {label} | {a['seconds'] / gb:.2f} | {a['max_rss_kib'] / 1024:.0f} MiB | {description} "
-              f"| {b['seconds'] / gb:.2f} | {b['max_rss_kib'] / 1024:.0f} MiB | {b['seconds'] / a['seconds']:.1f}x "
+        print(f"| {label} | {a['seconds'] / gb:.2f} ({a['cpu_seconds'] / gb:.2f}) | {a['max_rss_kib'] / 1024:.0f} MiB "
+              f"| {description} | {b['seconds'] / gb:.2f} ({b['cpu_seconds'] / gb:.2f}) | {b['max_rss_kib'] / 1024:.0f} MiB "
+              f"| {b['seconds'] / a['seconds']:.1f}x ({b['cpu_seconds'] / a['cpu_seconds']:.1f}x) "
               f"| {a['max_rss_kib'] / b['max_rss_kib']:.2f}x |")
     for name, run in figures.items():
-        print(f"{name}: {run['seconds']:.2f} s = {run['seconds'] / gb:.2f} s/GB, peak RSS {run['max_rss_kib'] / 1024:.0f} MiB")
+        print(f"{name}: {run['seconds']:.2f} s = {run['seconds'] / gb:.2f} s/GB, {run['cpu_seconds']:.2f} s CPU, "
+              f"peak RSS {run['max_rss_kib'] / 1024:.0f} MiB")
     if args.json:
+        for run in figures.values():
+            run.pop("stderr", None)
         print(json.dumps({"weight_bytes": weight_bytes, "load_average": [load_before, load_after], "runs": figures}))
 
 
