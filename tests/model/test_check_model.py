@@ -142,7 +142,7 @@ def test_random_inputs_follow_the_declared_types(tmp_path):
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
     rng = np.random.Generator(np.random.PCG64(0))
     value = check_model.random_input(model.graph.input[0], {}, rng)
-    assert value.dtype == np.int32 and value.shape == (1, 64)
+    assert value.dtype == np.int32 and value.shape == (1, check_model.DEFAULT_LENGTH)
     assert value.min() >= 0 and value.max() <= 255 and len(np.unique(value)) > 32
     value = check_model.random_input(model.graph.input[0], {"length": 7, "batch": 2}, rng)
     assert value.shape == (2, 7)

@@ -18,8 +18,9 @@ a random one drawn with NumPy's PCG64 from `--seed` (default 0), of the declared
     `--input`;
   - bool: uniform 0/1.
 A symbolic or unknown dimension is `--dim NAME=N` when given for its name, else 1 on axis 0 (usually the
-batch) and 64 on every other axis: small, so that the reference evaluator stays fast, yet long enough
-for the usual windows and reflect paddings along sequence axes.
+batch) and 128 on every other axis: small, so that the reference evaluator stays fast, yet long enough
+for the usual windows and reflect paddings along sequence axes. A name takes the size it gets where it
+first appears (inputs in graph order) in every input, so that inputs sharing a dimension agree.
 
 Errors. For each output pair (matched by name), with q the quantized and o the original output, in
 float64: max_abs_error = max |q - o| and relative_error = ||q - o||_2 / ||o||_2. When ||o||_2 = 0 the
@@ -49,6 +50,9 @@ import sys
 
 REPO_HINT = ("`python3 -m pip install {}` into the Python that runs this script (qdq names it by $QDQ_PYTHON; "
              "in a qdq checkout, bash scripts/setup.sh makes build/venv)")
+
+
+DEFAULT_LENGTH = 128  # a symbolic dimension not on axis 0
 
 
 class CheckError(Exception):
@@ -175,7 +179,9 @@ def random_input(info, dims, rng):
             elif dim.dim_param and dim.dim_param in dims:
                 shape.append(dims[dim.dim_param])
             else:
-                shape.append(1 if axis == 0 else 64)
+                shape.append(1 if axis == 0 else DEFAULT_LENGTH)
+                if dim.dim_param:
+                    dims[dim.dim_param] = shape[-1]  # the same name is the same size in every input
     dtype = _numpy_dtype(tensor_type.elem_type)
     elem = tensor_type.elem_type
     if elem == onnx.TensorProto.BOOL:
