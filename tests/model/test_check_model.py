@@ -206,3 +206,17 @@ def test_reference_evaluator_agrees_with_onnxruntime_on_the_real_models(model):
     got = evaluator.run(path, onnx.load(path), feeds)
     for want, (name, value) in zip(expected, got.items()):
         assert check_model.compare(want, value)[0] < 1e-4, name
+
+
+@pytest.mark.parametrize("evaluator", ["onnxruntime", "reference"])
+def test_models_with_external_data(tmp_path, weight, evaluator):
+    """The weights stay in their files for ONNX Runtime; the reference evaluator loads them."""
+    model = matmul_model(helper.make_node("Identity", ["w0"], ["w"]), [numpy_helper.from_array(weight, "w0")])
+    onnx.save(model, str(tmp_path / "a.onnx"), save_as_external_data=True, location="a.data", size_threshold=0)
+    scaled = matmul_model(helper.make_node("Identity", ["w0"], ["w"]),
+                          [numpy_helper.from_array(weight * np.float32(1.01), "w0")])
+    onnx.save(scaled, str(tmp_path / "b.onnx"), save_as_external_data=True, location="b.data", size_threshold=0)
+    assert (tmp_path / "a.data").stat().st_size == weight.nbytes
+    result = run_check(tmp_path / "a.onnx", tmp_path / "b.onnx", "--evaluator", evaluator)
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["max_relative_error"] == pytest.approx(0.01, rel=1e-4)

@@ -93,14 +93,14 @@ def _name_value_pairs(items, option):
     return pairs
 
 
-def load_model(path):
-    """Loads a model with its external data (resolved next to the file)."""
+def load_model(path, with_data):
+    """Loads a model; with_data: also its external data (resolved next to the file), else only the graph."""
     import onnx
 
     if not os.path.isfile(path):
         raise CheckError(f"{path}: no such file")
     try:
-        return onnx.load(path)
+        return onnx.load(path, load_external_data=with_data)
     except Exception as exc:  # onnx raises DecodeError, OSError, ValidationError ...
         raise CheckError(f"{path}: cannot load the model: {_one_line(exc)}") from None
 
@@ -352,8 +352,10 @@ def check(argv):
             raise CheckError(f"--dim {name}={value}: expected a positive integer")
         dims[name] = int(value)
 
-    original = load_model(args.original)
-    quantized = load_model(args.quantized)
+    # The graphs first, without external data: ONNX Runtime reads the weights from the files itself, so a
+    # large model is not held in this process twice.
+    original = load_model(args.original, with_data=False)
+    quantized = load_model(args.quantized, with_data=False)
 
     evaluator_name = args.evaluator
     if evaluator_name == "auto":
@@ -370,9 +372,11 @@ def check(argv):
     if want != got_names:
         raise CheckError(f"the models' outputs differ: original {want}, quantized {got_names}")
 
-    # Drop the protos' weights from memory before running: ORT reads the files itself.
     if evaluator_name == "onnxruntime":
         original = quantized = None
+    else:
+        original = load_model(args.original, with_data=True)
+        quantized = load_model(args.quantized, with_data=True)
     reference_outputs = evaluator.run(args.original, original, feeds)
     quantized_outputs = evaluator.run(args.quantized, quantized, feeds)
 
