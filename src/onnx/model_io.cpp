@@ -194,6 +194,7 @@ void TensorBytes::release_until(size_t end) {
   if (map_base_ == nullptr) return;
   const size_t from_base = static_cast<size_t>(data_ - static_cast<const uint8_t*>(map_base_)) + end;
   const size_t aligned = from_base / page_size() * page_size();
+  if (aligned < released_) released_ = 0;  // a new pass over the bytes: its pages are mapped again
   if (aligned <= released_) return;
   // Pages of a private read-only file mapping: dropping them only costs a re-read if touched again.
   ::madvise(static_cast<uint8_t*>(map_base_) + released_, aligned - released_, MADV_DONTNEED);
@@ -501,20 +502,15 @@ void ModelWriter::finish(::onnx::ModelProto& model, const ModelSource* source) {
     fail(output_path_, "the model would be " + std::to_string(size) +
                            " bytes, over protobuf's 2 GiB limit; write it with external data");
   }
-  std::string bytes;
-  if (!model.SerializeToString(&bytes)) fail(output_path_, "protobuf serialization failed");
   const int fd = ::open(staged_model_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
   if (fd < 0) fail(output_path_, "cannot create: " + system_error(errno));
-  try {
-    write_all(fd, bytes.data(), bytes.size(), output_path_);
-  } catch (...) {
-    ::close(fd);
-    throw;
-  }
-  int error = ::fsync(fd) == 0 ? 0 : errno;
+  // Straight to the file: no second in-memory copy of a large inline model.
+  errno = 0;
+  int error = model.SerializeToFileDescriptor(fd) ? 0 : (errno != 0 ? errno : EIO);
+  if (error == 0 && ::fsync(fd) != 0) error = errno;
   if (::close(fd) != 0 && error == 0) error = errno;
   if (error != 0) fail(output_path_, "cannot write: " + system_error(error));
-  model_bytes_ = bytes.size();
+  model_bytes_ = size;
 }
 
 void ModelWriter::commit() {

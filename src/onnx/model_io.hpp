@@ -51,8 +51,9 @@ class TensorBytes {
   const uint8_t* data() const { return data_; }
   size_t size() const { return size_; }
   std::span<const uint8_t> span() const { return {data_, size_}; }
-  /// Says that bytes [0, end) will not be read again: a mapping drops those pages from the process's
-  /// resident memory (they are read from the file again if touched). No-op for in-memory bytes.
+  /// Says that bytes [0, end) are not needed for now: a mapping drops those pages from the process's
+  /// resident memory (they are read from the file again if touched; a smaller `end` than before
+  /// starts a new pass). No-op for in-memory bytes.
   void release_until(size_t end);
 
  private:

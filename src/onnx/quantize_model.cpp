@@ -91,26 +91,6 @@ uint16_t float_to_bfloat(float value) {
   return static_cast<uint16_t>(bits >> 16);
 }
 
-float load_weight(DataType type, const uint8_t* data, uint64_t index) {
-  switch (type) {
-    case DataType::kFloat16: {
-      uint16_t bits;
-      std::memcpy(&bits, data + 2 * index, 2);
-      return half_to_float(bits);
-    }
-    case DataType::kBFloat16: {
-      uint16_t bits;
-      std::memcpy(&bits, data + 2 * index, 2);
-      return bfloat_to_float(bits);
-    }
-    default: {
-      float f;
-      std::memcpy(&f, data + 4 * index, 4);
-      return f;
-    }
-  }
-}
-
 // The stored value of a scale: rounded to nearest in the scale type; a result that underflows to 0
 // becomes the type's smallest positive (subnormal) value, so no scale is ever 0, and no scale is
 // NaN or infinite (the inputs are finite and at most float32's maximum).
@@ -172,6 +152,124 @@ Tensor slice(const Tensor& tensor, uint64_t first, uint64_t count, std::vector<i
 
 // ---------------------------------------------------------------------------------------------------
 // Quantizing one weight
+
+// Elements [first, first + count) of a weight as float32: the bytes themselves when they are float32
+// and aligned, else decoded into `buffer`.
+const float* decode(DataType type, const uint8_t* data, uint64_t first, uint64_t count, std::vector<float>& buffer) {
+  if (type == DataType::kFloat) {
+    const uint8_t* p = data + 4 * first;
+    if (reinterpret_cast<uintptr_t>(p) % alignof(float) == 0) return reinterpret_cast<const float*>(p);
+    buffer.resize(count);
+    std::memcpy(buffer.data(), p, count * 4);
+    return buffer.data();
+  }
+  buffer.resize(count);
+  const bool half = type == DataType::kFloat16;
+  for (uint64_t k = 0; k < count; ++k) {
+    uint16_t bits;
+    std::memcpy(&bits, data + 2 * (first + k), 2);
+    buffer[k] = half ? half_to_float(bits) : bfloat_to_float(bits);
+  }
+  return buffer.data();
+}
+
+// Non-finite elements take the neutral value of the reduction, so NaN and ±inf never widen a range.
+inline float finite_or(float v, float neutral) { return std::fabs(v) <= std::numeric_limits<float>::max() ? v : neutral; }
+
+void reduce_range(const float* v, uint64_t n, float& lo, float& hi) {
+  constexpr float inf = std::numeric_limits<float>::infinity();
+  float l[8] = {inf, inf, inf, inf, inf, inf, inf, inf};
+  float h[8] = {-inf, -inf, -inf, -inf, -inf, -inf, -inf, -inf};
+  uint64_t k = 0;
+  for (; k + 8 <= n; k += 8) {
+    for (int lane = 0; lane < 8; ++lane) {
+      const float x = v[k + static_cast<uint64_t>(lane)];
+      const float a = finite_or(x, inf), b = finite_or(x, -inf);
+      l[lane] = a < l[lane] ? a : l[lane];
+      h[lane] = b > h[lane] ? b : h[lane];
+    }
+  }
+  for (; k < n; ++k) {
+    l[0] = std::min(l[0], finite_or(v[k], inf));
+    h[0] = std::max(h[0], finite_or(v[k], -inf));
+  }
+  for (int lane = 0; lane < 8; ++lane) {
+    lo = std::min(lo, l[lane]);
+    hi = std::max(hi, h[lane]);
+  }
+}
+
+void widen_elementwise(const float* v, uint64_t n, float* lo, float* hi) {
+  constexpr float inf = std::numeric_limits<float>::infinity();
+  for (uint64_t k = 0; k < n; ++k) {
+    const float a = finite_or(v[k], inf), b = finite_or(v[k], -inf);
+    lo[k] = a < lo[k] ? a : lo[k];
+    hi[k] = b > hi[k] ? b : hi[k];
+  }
+}
+
+// Σw², Σ(w−ŵ)² and max|w−ŵ| over the finite w; counts the others. Blocks of 1024 are summed in float
+// lanes (vectorizable) and added in double; a block holding magnitudes whose squares could overflow
+// float is summed in double instead.
+void accumulate_error(const float* w, const float* back, uint64_t n, double& signal, double& noise, double& max_error,
+                      uint64_t& non_finite) {
+  constexpr uint64_t kBlock = 1024;
+  constexpr float kMaxFinite = std::numeric_limits<float>::max();
+  for (uint64_t b0 = 0; b0 < n; b0 += kBlock) {
+    const uint64_t count = std::min(kBlock, n - b0);
+    const float* x = w + b0;
+    const float* y = back + b0;
+    float s[8] = {}, e2[8] = {}, m[8] = {}, big[8] = {}, bad[8] = {};
+    uint64_t k = 0;
+    for (; k + 8 <= count; k += 8) {
+      for (int lane = 0; lane < 8; ++lane) {
+        const uint64_t i = k + static_cast<uint64_t>(lane);
+        const float ax = std::fabs(x[i]);
+        const bool finite = ax <= kMaxFinite;
+        const float xv = finite ? x[i] : 0.0f, yv = finite ? y[i] : 0.0f;
+        const float e = xv - yv;
+        s[lane] += xv * xv;
+        e2[lane] += e * e;
+        const float ae = std::fabs(e), axv = std::fabs(xv);
+        m[lane] = ae > m[lane] ? ae : m[lane];
+        big[lane] = axv > big[lane] ? axv : big[lane];
+        bad[lane] += finite ? 0.0f : 1.0f;
+      }
+    }
+    float biggest = 0;
+    for (int lane = 0; lane < 8; ++lane) biggest = std::max(biggest, big[lane]);
+    for (uint64_t i = k; i < count; ++i) biggest = std::max(biggest, finite_or(std::fabs(x[i]), 0.0f));
+    if (biggest > 1e18f) {  // squares near float's range: the whole block in double
+      for (uint64_t i = 0; i < count; ++i) {
+        if (!(std::fabs(x[i]) <= kMaxFinite)) {
+          ++non_finite;
+          continue;
+        }
+        const double e = static_cast<double>(x[i]) - static_cast<double>(y[i]);
+        signal += static_cast<double>(x[i]) * static_cast<double>(x[i]);
+        noise += e * e;
+        max_error = std::max(max_error, std::fabs(e));
+      }
+      continue;
+    }
+    for (uint64_t i = k; i < count; ++i) {
+      if (!(std::fabs(x[i]) <= kMaxFinite)) {
+        ++non_finite;
+        continue;
+      }
+      const double e = static_cast<double>(x[i]) - static_cast<double>(y[i]);
+      signal += static_cast<double>(x[i]) * static_cast<double>(x[i]);
+      noise += e * e;
+      max_error = std::max(max_error, std::fabs(e));
+    }
+    for (int lane = 0; lane < 8; ++lane) {
+      signal += s[lane];
+      noise += e2[lane];
+      max_error = std::max(max_error, static_cast<double>(m[lane]));
+      non_finite += static_cast<uint64_t>(bad[lane]);
+    }
+  }
+}
 
 // The geometry of a weight around the quantization axis: elements (o, c, j) of [outer, D, inner], and
 // the index of the scale each element uses.
@@ -338,23 +436,42 @@ QuantizedWeight quantize_weight(const TensorView& weight, WeightFormat format, c
   std::vector<float> lo(g.params, std::numeric_limits<float>::infinity());
   std::vector<float> hi(g.params, -std::numeric_limits<float>::infinity());
   QuantizedWeight result;
-  for (uint64_t r0 = 0; r0 < rows; r0 += step) {
+  std::vector<float> decoded;
+  for (uint64_t r0 = 0; r0 < rows && g.inner > 0; r0 += step) {
     const uint64_t r1 = std::min(rows, r0 + step);
     const uint64_t e0 = r0 * row, e1 = r1 * row;
-    if (g.inner == 0) break;
-    uint64_t line = e0 / g.inner;
-    uint64_t o = line / g.channels, c = line % g.channels;
-    for (uint64_t e = e0; e < e1; e += g.inner) {
-      for (uint64_t j = 0; j < g.inner; ++j) {
-        const float v = load_weight(weight.type, x, e + j);
-        if (!std::isfinite(v)) continue;
-        const uint64_t p = g.param_index(o, c, j);
-        lo[p] = std::min(lo[p], v);
-        hi[p] = std::max(hi[p], v);
+    const float* v = decode(weight.type, x, e0, e1 - e0, decoded);
+    if (g.kind == WeightGranularity::Kind::kPerTensor) {
+      reduce_range(v, e1 - e0, lo[0], hi[0]);
+    } else if (g.inner == 1) {
+      // The axis is the last one: rows of `channels` consecutive elements.
+      for (uint64_t e = e0; e < e1; e += g.channels) {
+        const float* line = v + (e - e0);
+        const uint64_t o = e / g.channels;
+        if (g.kind == WeightGranularity::Kind::kPerChannel) {
+          widen_elementwise(line, g.channels, lo.data(), hi.data());
+        } else {
+          for (uint64_t b = 0; b < g.blocks; ++b) {
+            const uint64_t first = b * g.block, n = std::min(g.block, g.channels - first);
+            reduce_range(line + first, n, lo[o * g.blocks + b], hi[o * g.blocks + b]);
+          }
+        }
       }
-      if (++c == g.channels) {
-        c = 0;
-        ++o;
+    } else {
+      uint64_t line = e0 / g.inner;
+      uint64_t o = line / g.channels, c = line % g.channels;
+      for (uint64_t e = e0; e < e1; e += g.inner) {
+        const float* values = v + (e - e0);
+        if (g.kind == WeightGranularity::Kind::kPerChannel) {
+          reduce_range(values, g.inner, lo[c], hi[c]);
+        } else {
+          const uint64_t p = (o * g.blocks + c / g.block) * g.inner;
+          widen_elementwise(values, g.inner, lo.data() + p, hi.data() + p);
+        }
+        if (++c == g.channels) {
+          c = 0;
+          ++o;
+        }
       }
     }
     if (release) release(static_cast<size_t>(e1 * weight_size));
@@ -415,6 +532,8 @@ QuantizedWeight quantize_weight(const TensorView& weight, WeightFormat format, c
   result.codes = make_tensor(f.element, g.dims);
   double signal = 0, noise = 0, max_error = 0;
   uint64_t non_finite = 0;
+  std::vector<float> decoded_back;
+  std::vector<uint8_t> back;  // one chunk of the dequantized weight, reused
   for (uint64_t r0 = 0; r0 < rows || (rows == 0 && r0 == 0); r0 += std::max<uint64_t>(step, 1)) {
     if (rows == 0) break;
     const uint64_t r1 = std::min(rows, r0 + step);
@@ -432,20 +551,13 @@ QuantizedWeight quantize_weight(const TensorView& weight, WeightFormat format, c
     const TensorView sv = scale.view();
     const TensorView zv = zp ? zp->view() : TensorView{};
     quantize_linear(qa, xv, sv, zp ? &zv : nullptr, yv, execution);
-    Tensor back = make_tensor(weight.type, chunk_shape);
+    back.resize(static_cast<size_t>(count * weight_size));
+    const MutableTensorView back_view{weight.type, chunk_shape, back.data(), back.size()};
     const TensorView codes_view{f.element, chunk_shape, yv.data, code_bytes};
-    dequantize_linear(da, codes_view, sv, zp ? &zv : nullptr, back.mutable_view(), execution);
-    for (uint64_t k = 0; k < count; ++k) {
-      const double w = load_weight(weight.type, x, e0 + k);
-      if (!std::isfinite(w)) {
-        ++non_finite;
-        continue;
-      }
-      const double err = w - static_cast<double>(load_weight(weight.type, back.data.data(), k));
-      signal += w * w;
-      noise += err * err;
-      max_error = std::max(max_error, std::fabs(err));
-    }
+    dequantize_linear(da, codes_view, sv, zp ? &zv : nullptr, back_view, execution);
+    const float* original = decode(weight.type, x, e0, count, decoded);
+    const float* restored = decode(weight.type, back.data(), 0, count, decoded_back);
+    accumulate_error(original, restored, count, signal, noise, max_error, non_finite);
     if (release) release(static_cast<size_t>((e0 + count) * weight_size));
   }
   // Sub-byte padding bits stay zero: make_tensor zero-fills and quantize_linear clears them.
@@ -1018,7 +1130,11 @@ ModelReport quantize_model_file(const std::string& input, const std::string& out
 
   uint64_t estimate = inline_model_bytes(model) + (uint64_t{1} << 20);
   for (const Selected& sel : selection.selected) estimate = estimate - sel.bytes_before + sel.bytes_after;
-  report.external_data = options.external_data || estimate > kProtobufLimit;
+  // A model that keeps its weights in external data stays that way: it is usually large, and holding
+  // every quantized tensor in the message until the end would cost memory proportional to the model.
+  bool input_external = false;
+  for_each_tensor(model, [&](::onnx::TensorProto& t) { input_external = input_external || ModelSource::is_external(t); });
+  report.external_data = options.external_data || input_external || estimate > kProtobufLimit;
   ModelWriter writer(output, report.external_data);
 
   NameSet names(model);

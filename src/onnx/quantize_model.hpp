@@ -73,7 +73,8 @@ struct QuantizeModelOptions {
   std::vector<std::string> include;   // glob patterns (fnmatch) on tensor names; empty = all
   std::vector<std::string> exclude;
   std::vector<std::string> op_types;  // consumer ops to quantize for; empty = every supported one
-  bool external_data = false;         // always write OUT.onnx.data (else only when over 2 GiB)
+  bool external_data = false;  // always write OUT.onnx.data (else when the input has external data or
+                               // the output would exceed 2 GiB)
   ExecutionOptions execution;
   /// Called before and after each tensor (done of total); may be empty.
   std::function<void(size_t done, size_t total, const std::string& tensor)> progress;

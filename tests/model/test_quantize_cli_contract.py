@@ -162,3 +162,34 @@ def test_external_data_flag(run_qdq, tmp_path):
     onnx.checker.check_model(model, full_check=True)
     x = np.ones((3, 64), np.float32)
     ReferenceEvaluator(model).run(None, {"x": x})
+
+
+@pytest.mark.parametrize("signal_name", ["SIGTERM", "SIGINT"])
+def test_signal_leaves_nothing_behind(qdq_cli, tmp_path, signal_name):
+    import signal
+    import subprocess
+    import time
+
+    rng = np.random.default_rng(3)
+    inits, nodes = [], []
+    for k in range(4):
+        inits.append(numpy_helper.from_array(rng.standard_normal((2048, 2048), dtype=np.float32), f"w{k}"))
+        nodes.append(helper.make_node("MatMul", [f"x{k}", f"w{k}"], [f"x{k + 1}"]))
+    graph = helper.make_graph(nodes, "big", [helper.make_tensor_value_info("x0", TensorProto.FLOAT, [1, 2048])],
+                              [helper.make_tensor_value_info("x4", TensorProto.FLOAT, [1, 2048])], inits)
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)], ir_version=10),
+              str(tmp_path / "in.onnx"))
+    process = subprocess.Popen([str(qdq_cli), "quantize", str(tmp_path / "in.onnx"), "-o", str(tmp_path / "out.onnx"),
+                                "--format", "int4", "--external-data", "--threads", "1"],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and not any(p.name.startswith(".out.onnx.qdq-tmp") for p in tmp_path.iterdir()):
+        time.sleep(0.002)
+    staged = any(p.name.startswith(".out.onnx.qdq-tmp") for p in tmp_path.iterdir())
+    process.send_signal(getattr(signal, signal_name))
+    code = process.wait(timeout=30)
+    if code == 0:
+        pytest.skip("qdq finished before the signal arrived")
+    assert staged
+    assert code == -getattr(signal, signal_name)
+    assert {p.name for p in tmp_path.iterdir()} == {"in.onnx"}

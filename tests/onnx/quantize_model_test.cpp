@@ -621,12 +621,15 @@ TEST(ModelIo, ExternalDataRoundTrip) {
   m.save(dir / "ext.onnx");
   QuantizeModelOptions o = options(WeightFormat::kInt8);
   const auto a = qdq::onnx::quantize_model_file(dir / "inline.onnx", dir / "a.onnx", o);
-  const auto b = qdq::onnx::quantize_model_file(dir / "ext.onnx", dir / "b.onnx", o);  // external in, inline out
+  const auto b = qdq::onnx::quantize_model_file(dir / "ext.onnx", dir / "b.onnx", o);  // external in: external out
   o.external_data = true;
   const auto c = qdq::onnx::quantize_model_file(dir / "ext.onnx", dir / "c.onnx", o);  // external in and out
   EXPECT_TRUE(c.external_data);
   EXPECT_TRUE(fs::exists(dir / "c.onnx.data"));
-  EXPECT_FALSE(fs::exists(dir / "b.onnx.data"));
+  EXPECT_TRUE(b.external_data);
+  EXPECT_TRUE(fs::exists(dir / "b.onnx.data"));
+  EXPECT_FALSE(a.external_data);
+  EXPECT_FALSE(fs::exists(dir / "a.onnx.data"));
   // The same tensors whatever the layout: read all three back through ModelSource.
   auto tensors = [](const std::string& path) {
     qdq::onnx::ModelSource source(path);
