@@ -104,9 +104,16 @@ struct Step {
   NameSource* names = nullptr;
   std::string base;  // prefix for new names
 
+  // The attribute `name`, or nullptr. One that refers to a function's attribute (ref_attr_name) has
+  // no value an adapter could read: the node is refused.
   const ::onnx::AttributeProto* attr(std::string_view name) const {
     for (const auto& a : node.attribute()) {
-      if (a.name() == name) return &a;
+      if (a.name() != name) continue;
+      if (!a.ref_attr_name().empty()) {
+        throw Refusal{"attribute '" + std::string(name) + "' refers to the function attribute '" +
+                      a.ref_attr_name() + "'"};
+      }
+      return &a;
     }
     return nullptr;
   }
@@ -149,12 +156,7 @@ struct Step {
     a->set_s(value);
   }
   // An attribute given by reference (inside a function body) has no value to move into an input.
-  void require_literal(std::string_view name) const {
-    const auto* a = attr(name);
-    if (a != nullptr && !a->ref_attr_name().empty()) {
-      throw Refusal{"attribute '" + std::string(name) + "' refers to a function attribute"};
-    }
-  }
+  void require_literal(std::string_view name) const { (void)attr(name); }
   std::string input(int k) const { return k < node.input_size() ? node.input(k) : std::string(); }
   // Sets input k, padding the inputs before it with "" (omitted optional inputs).
   void set_input(int k, const std::string& name) {

@@ -457,6 +457,23 @@ def test_refused_unknown_op_and_lowering(run_qdq, tmp_path):
     assert "newer" in refused(run_qdq, tmp_path, model, 999)
 
 
+def test_external_data_must_stay_in_its_folder(run_qdq, tmp_path):
+    weights = numpy_helper.from_array(np.ones([64, 64], np.float32), "w")
+    model = make_model([node("MatMul", ["x", "w"], ["y"])], [("x", FLOAT, [2, 64])], [("y", FLOAT, None)], 11,
+                       [weights])
+    (tmp_path / "in").mkdir()
+    onnx.save(model, tmp_path / "in" / "m.onnx", save_as_external_data=True, location="m.data",
+              size_threshold=0)
+    elsewhere = tmp_path / "out.onnx"
+    result = run_qdq("convert", tmp_path / "in" / "m.onnx", "-o", elsewhere, "--opset", 13, check=False)
+    assert result.returncode == 1 and "external data" in result.stderr and not elsewhere.exists()
+    beside = tmp_path / "in" / "m13.onnx"
+    run_qdq("convert", tmp_path / "in" / "m.onnx", "-o", beside, "--opset", 13)
+    onnx.checker.check_model(str(beside), full_check=True)
+    feeds = random_feeds(model)
+    assert_bit_identical(run_ort(str(tmp_path / "in" / "m.onnx"), feeds), run_ort(str(beside), feeds))
+
+
 def test_same_opset_copies_and_reports_nothing(convert):
     model = make_model([node("Relu", ["x"], ["y"])], [("x", FLOAT, [3])], [("y", FLOAT, None)], 13)
     converted, report = convert(model, 13)

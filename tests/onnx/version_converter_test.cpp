@@ -227,8 +227,8 @@ TEST(VersionConverter, RewrittenNodesKeepTheirUnknownFields) {
   onnx::NodeProto squeeze;
   squeeze.set_op_type("Squeeze");
   squeeze.set_name("sq");
-  squeeze.add_input("x");
-  squeeze.add_output("y");
+  squeeze.add_input(std::string("x"));
+  squeeze.add_output(std::string("y"));
   squeeze.set_doc_string("kept");
   Builder::ints(squeeze, "axes", {0});
   auto* kept_attr = squeeze.add_attribute();  // an attribute the adapter does not touch
@@ -238,8 +238,8 @@ TEST(VersionConverter, RewrittenNodesKeepTheirUnknownFields) {
   onnx::NodeProto softmax;
   softmax.set_op_type("Softmax");
   softmax.set_name("sm");
-  softmax.add_input("y");
-  softmax.add_output("z");
+  softmax.add_input(std::string("y"));
+  softmax.add_output(std::string("z"));
   *b.model.mutable_graph()->add_node() = node_with_unknown_field(softmax);
   ASSERT_NE(b.model.graph().node(0).SerializeAsString().find(std::string("\x98\x06\x2a", 3)), std::string::npos);
 
@@ -310,8 +310,8 @@ TEST(VersionConverter, FunctionBodiesAreConvertedWithConstantNodes) {
   auto* squeeze = function->add_node();
   squeeze->set_op_type("Squeeze");
   squeeze->set_name("fsq");
-  squeeze->add_input("a");
-  squeeze->add_output("b");
+  squeeze->add_input(std::string("a"));
+  squeeze->add_output(std::string("b"));
   Builder::ints(*squeeze, "axes", {0});
   const auto result = convert_opset(b.model, 13);
   const auto& f = b.model.functions(0);
@@ -324,6 +324,27 @@ TEST(VersionConverter, FunctionBodiesAreConvertedWithConstantNodes) {
   EXPECT_EQ(f.node(1).input(1), "fsq_axes");
   ASSERT_EQ(result.changes.size(), 1u);
   EXPECT_NE(result.changes[0].find("in graph 'function 'f''"), std::string::npos) << result.changes[0];
+}
+
+TEST(VersionConverter, AnAttributeReferenceInAFunctionIsRefusedWhereAnAdapterReadsIt) {
+  Builder b(11);
+  auto* function = b.model.add_functions();
+  function->set_name("f");
+  auto* import = function->add_opset_import();
+  import->set_domain("");
+  import->set_version(11);
+  auto* softmax = function->add_node();
+  softmax->set_op_type("Softmax");
+  softmax->set_name("fsm");
+  softmax->add_input(std::string("a"));
+  softmax->add_output(std::string("b"));
+  auto* axis = softmax->add_attribute();
+  axis->set_name("axis");
+  axis->set_type(onnx::AttributeProto::INT);
+  axis->set_ref_attr_name("softmax_axis");
+  const std::string message = error_of(b.model, 13);
+  EXPECT_NE(message.find("Softmax node 'fsm' in graph 'function 'f''"), std::string::npos) << message;
+  EXPECT_NE(message.find("refers to the function attribute 'softmax_axis'"), std::string::npos) << message;
 }
 
 TEST(VersionConverter, AFunctionImportingANewerAiOnnxIsRefused) {
@@ -360,6 +381,72 @@ TEST(VersionConverter, UpsampleBecomesResizeWithTheOldCoordinates) {
   EXPECT_EQ(n.input(2), "scales");
   ASSERT_EQ(result.changes.size(), 1u);
   EXPECT_NE(result.changes[0].find("Upsample-9 -> Resize-13"), std::string::npos) << result.changes[0];
+}
+
+// Adapters for opsets ONNX Runtime has no kernels for (tests/model checks the others numerically).
+TEST(VersionConverter, LegacyAttributeAdapters) {
+  Builder b(1, 3);
+  b.node("Concat", "concat", {"x", "x"}, {"c"});
+  auto& cast = b.node("Cast", "cast", {"c"}, {"d"});
+  auto* to = cast.add_attribute();
+  to->set_name("to");
+  to->set_type(onnx::AttributeProto::STRING);
+  to->set_s("FLOAT16");
+  auto& pad = b.node("Pad", "pad", {"d"}, {"e"});
+  Builder::ints(pad, "paddings", {1, 1});
+  auto& lp = b.node("LpPool", "lp", {"e"}, {"f"});
+  auto* p = lp.add_attribute();
+  p->set_name("p");
+  p->set_type(onnx::AttributeProto::FLOAT);
+  p->set_f(3.0f);
+  Builder::i(b.node("Relu", "relu", {"f"}, {"g"}), "consumed_inputs", 0);
+  const auto result = convert_opset(b.model, 6);
+  const auto& g = b.model.graph();
+  EXPECT_EQ(g.node(0).attribute(0).name(), "axis");
+  EXPECT_EQ(g.node(0).attribute(0).i(), 1);
+  EXPECT_EQ(g.node(1).attribute(0).type(), onnx::AttributeProto::INT);
+  EXPECT_EQ(g.node(1).attribute(0).i(), 10);
+  EXPECT_EQ(g.node(2).attribute(0).name(), "pads");
+  EXPECT_EQ(g.node(3).attribute(0).type(), onnx::AttributeProto::INT);
+  EXPECT_EQ(g.node(3).attribute(0).i(), 3);
+  EXPECT_EQ(g.node(4).attribute_size(), 0);
+  EXPECT_EQ(result.changes.size(), 5u);
+
+  Builder selu(1, 3);
+  selu.node("Selu", "selu", {"x"}, {"y"});
+  EXPECT_NE(error_of(selu.model, 6).find("Selu-1's default alpha/gamma"), std::string::npos);
+}
+
+TEST(VersionConverter, RenamesAndNewDefaults) {
+  Builder b(10);
+  b.node("RoiAlign", "roi", {"x", "rois", "idx"}, {"r"});
+  b.node("Scatter", "scatter", {"x", "i", "u"}, {"s"});
+  Builder::i(b.node("TopK", "topk", {"x"}, {"v", "i"}), "axis", 0);
+  convert_opset(b.model, 16);
+  const auto& g = b.model.graph();
+  ASSERT_EQ(g.node(0).attribute_size(), 1);
+  EXPECT_EQ(g.node(0).attribute(0).s(), "output_half_pixel");
+  EXPECT_EQ(g.node(1).op_type(), "ScatterElements");
+
+  Builder topk(9);
+  Builder::i(topk.node("TopK", "topk", {"x"}, {"v", "i"}), "k", 3);
+  convert_opset(topk.model, 11);
+  ASSERT_EQ(topk.model.graph().node(0).input_size(), 2);
+  EXPECT_EQ(topk.model.graph().initializer(0).int64_data(0), 3);
+  EXPECT_EQ(topk.model.graph().initializer(0).dims(0), 1);
+
+  Builder grid(16);
+  auto& gs = grid.node("GridSample", "gs", {"x", "grid"}, {"y"});
+  auto* mode = gs.add_attribute();
+  mode->set_name("mode");
+  mode->set_type(onnx::AttributeProto::STRING);
+  mode->set_s("bicubic");
+  convert_opset(grid.model, 20);
+  EXPECT_EQ(grid.model.graph().node(0).attribute(0).s(), "cubic");
+  Builder grid_default(16);
+  grid_default.node("GridSample", "gs", {"x", "grid"}, {"y"});  // bilinear by default
+  convert_opset(grid_default.model, 22);
+  EXPECT_EQ(grid_default.model.graph().node(0).attribute(0).s(), "linear");
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <memory>
@@ -28,9 +29,9 @@ struct ConvertArguments {
 };
 
 // ---- Model file I/O -------------------------------------------------------------------------------
-// Kept in these two functions on purpose: they are to be replaced by src/onnx/model_io (external data,
-// shared atomic writes) when that lands. Models with external data are read and written as they are:
-// the tensors' locations are relative to the model's folder, so write next to the input to keep them.
+// Kept in this section on purpose: it is to be replaced by src/onnx/model_io (external data, shared
+// atomic writes) when that lands. Models with external data are read and written as they are: the
+// tensors' locations are relative to the model's folder, so the output must go next to the input.
 
 ::onnx::ModelProto read_model_proto(const std::string& path) {
   std::ifstream file(path, std::ios::binary);
@@ -80,6 +81,36 @@ void write_model_proto(const std::string& path, const ::onnx::ModelProto& model)
     throw Error(path + ": cannot write: " + std::strerror(error));
   }
 }
+
+bool has_external_data(const ::onnx::GraphProto& graph) {
+  for (const auto& tensor : graph.initializer()) {
+    if (tensor.data_location() == 1) return true;
+  }
+  for (const auto& node : graph.node()) {
+    for (const auto& a : node.attribute()) {
+      if (a.has_t() && a.t().data_location() == 1) return true;
+      if (a.has_g() && has_external_data(a.g())) return true;
+      for (const auto& g : a.graphs()) {
+        if (has_external_data(g)) return true;
+      }
+    }
+  }
+  return false;
+}
+
+// External data locations are relative to the model's folder: until model_io copies the data, the
+// output must be written into the input's folder, where they still resolve.
+void check_external_data_folder(const ::onnx::ModelProto& model, const std::string& input,
+                                const std::string& output) {
+  if (!has_external_data(model.graph())) return;
+  std::error_code error;
+  const auto in_dir = std::filesystem::weakly_canonical(std::filesystem::absolute(input).parent_path(), error);
+  const auto out_dir = std::filesystem::weakly_canonical(std::filesystem::absolute(output).parent_path(), error);
+  if (error || in_dir != out_dir) {
+    throw Error(input + ": the model keeps tensors in external data files; write the converted model into " +
+                "the same folder (" + in_dir.string() + ")");
+  }
+}
 // ---------------------------------------------------------------------------------------------------
 
 std::string json_string(const std::string& text) {
@@ -110,6 +141,7 @@ int run(const ConvertArguments& args) {
     throw Error(args.input + ": the model is at opset " + std::to_string(from_opset) + "; lowering it to " +
                 std::to_string(args.opset) + " is not supported");
   }
+  check_external_data_folder(model, args.input, args.output);
   const onnx::OpsetConversion conversion = onnx::convert_opset(model, args.opset);
   write_model_proto(args.output, model);
 
