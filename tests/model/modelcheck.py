@@ -271,3 +271,30 @@ def model_bytes(path):
         if tensor.data_location == onnx.TensorProto.EXTERNAL:
             locations.add({entry.key: entry.value for entry in tensor.external_data}["location"])
     return total + sum((path.parent / location).stat().st_size for location in locations)
+
+
+def dequantized_weights(original, quantized, quantized_dir, names):
+    """{name: the weight as onnx.reference's DequantizeLinear rebuilds it from the stored codes} (first DQ each)."""
+    from onnx.reference import ReferenceEvaluator
+
+    stored = constants(quantized)
+    nodes, inits, outputs, keys = [], [], [], []
+    for name in names:
+        dq = find_weight_dequantizers(original, quantized, name)[0]
+        tag = f"t{len(keys)}"
+        inputs = []
+        for slot, value in enumerate(dq.input):
+            if value:
+                inits.append(_copy_tensor(stored[value], f"{tag}_{slot}", quantized_dir))
+                inputs.append(f"{tag}_{slot}")
+        node = helper.make_node("DequantizeLinear", inputs, [f"{tag}_w"])
+        node.attribute.extend(dq.attribute)
+        nodes.append(node)
+        outputs.append(helper.make_empty_tensor_value_info(f"{tag}_w"))
+        keys.append(name)
+    graph = helper.make_graph(nodes, "dequantize", [], outputs, inits)
+    # onnx.reference has no DequantizeLinear-13; 19 only added types (float8 codes, float16/bfloat16 scales),
+    # so for the 8-bit integer codes of an opset-13 model it computes the same.
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", max(19, opset(quantized)))],
+                              ir_version=max(9, quantized.ir_version))
+    return dict(zip(keys, ReferenceEvaluator(model).run(None, {})))

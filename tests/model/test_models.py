@@ -87,6 +87,29 @@ def test_quantized_model_is_valid_and_accurate(quantized, model, fmt):
     assert check["max_relative_error"] is not None
     assert 0 < check["max_relative_error"] <= BOUNDS[model][fmt], check
 
+    if fmt not in modelcheck.MX_FORMATS:
+        # It also runs in a default ONNX Runtime session (the check asks for float32 MatMulNBits).
+        outputs = onnxruntime.InferenceSession(str(output), providers=["CPUExecutionProvider"]).run(
+            None, modelcheck.model_inputs(model))
+        assert all(np.all(np.isfinite(value)) for value in outputs)
+
+
+@pytest.mark.parametrize("model, fmt", CASES)
+def test_report_sqnr_and_error_are_the_files(quantized, model, fmt):
+    """The report's SQNR and max |error| per tensor, recomputed from onnx.reference's DequantizeLinear."""
+    report, output = quantized(model, fmt)
+    original = onnx.load(str(modelcheck.model_path(model)))
+    weights = modelcheck.constants(original)
+    names = [t["name"] for t in report["tensors"]]
+    rebuilt = modelcheck.dequantized_weights(original, onnx.load(str(output)), output.parent, names)
+    for tensor in report["tensors"]:
+        weight = modelcheck.to_array(weights[tensor["name"]], modelcheck.MODELS_DIR).astype(np.float64)
+        error = rebuilt[tensor["name"]].astype(np.float64) - weight
+        noise = float(np.sum(error * error))
+        sqnr = min(300.0, 10 * np.log10(float(np.sum(weight * weight)) / noise)) if noise > 0 else 300.0
+        assert tensor["sqnr_db"] == pytest.approx(sqnr, abs=0.01), tensor["name"]
+        assert tensor["max_abs_error"] == pytest.approx(float(np.max(np.abs(error))), rel=1e-5, abs=1e-12)
+
 
 def _granularity(text):
     """(kind, axis, block) from the report's granularity string."""
