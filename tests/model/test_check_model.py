@@ -156,6 +156,8 @@ def test_random_inputs_follow_the_declared_types(tmp_path):
     (["--input", "x"], "expected NAME=VALUE"),
     (["--input", "x=/nonexistent/x.pb"], "--input x=/nonexistent/x.pb:"),
     (["--dim", "N=zero"], "expected a positive integer"),
+    (["--evaluator", "tvm"], "invalid choice: 'tvm'"),
+    (["--no-such-option"], "unrecognized arguments: --no-such-option"),
 ])
 def test_bad_arguments_are_one_line(float_model, args, message):
     result = run_check(float_model, float_model, *args)

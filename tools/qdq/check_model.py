@@ -68,8 +68,14 @@ def _import_numpy_onnx():
                          + REPO_HINT.format("numpy onnx")) from None
 
 
+class _ArgumentParser(argparse.ArgumentParser):
+    def error(self, message):
+        # One line like every other failure (argparse would print the usage too, and exit 2).
+        raise CheckError(message)
+
+
 def parse_args(argv):
-    parser = argparse.ArgumentParser(prog="check_model.py", description=__doc__.split("\n\n")[0])
+    parser = _ArgumentParser(prog="check_model.py", description=__doc__.split("\n\n")[0])
     parser.add_argument("original", help="the float model")
     parser.add_argument("quantized", help="the quantized model")
     parser.add_argument("--input", action="append", default=[], metavar="NAME=FILE.pb",
