@@ -222,3 +222,17 @@ def test_models_with_external_data(tmp_path, weight, evaluator):
     result = run_check(tmp_path / "a.onnx", tmp_path / "b.onnx", "--evaluator", evaluator)
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout)["max_relative_error"] == pytest.approx(0.01, rel=1e-4)
+
+
+def test_reference_evaluator_runs_dequantize_linear_below_opset_19(tmp_path, float_model, weight):
+    scale = (np.abs(weight).max(axis=0) / 127).astype(np.float32)
+    codes = np.clip(np.round(weight / scale), -127, 127).astype(np.int8)
+    dq = helper.make_node("DequantizeLinear", ["codes", "scale"], ["w"], axis=1)
+    quantized = save(matmul_model(dq, [numpy_helper.from_array(codes, "codes"), numpy_helper.from_array(scale, "scale")],
+                                  opset=13, ir=7), tmp_path / "int8_13.onnx")
+    by_ort = json.loads(run_check(float_model, quantized).stdout)
+    result = run_check(float_model, quantized, "--evaluator", "reference")
+    assert result.returncode == 0, result.stderr
+    by_reference = json.loads(result.stdout)
+    assert by_reference["evaluator"].startswith("onnx.reference")
+    assert by_reference["max_relative_error"] == pytest.approx(by_ort["max_relative_error"], rel=1e-4)

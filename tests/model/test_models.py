@@ -227,3 +227,16 @@ def test_check_failures_are_one_error_and_no_file(tmp_path, run_qdq):
                      f"nosuch={tmp_path / 'x.pb'}", env=env, check=False)
     assert result.returncode == 1 and not output.exists()
     assert "nosuch: the model has no such input" in result.stderr and result.stderr.count("\n") == 1
+
+
+def test_check_evaluator_can_be_chosen(tmp_path, run_qdq):
+    model = "magika_standard_v3_3"
+    inputs = modelcheck.write_inputs(model, tmp_path)
+    env = dict(os.environ, QDQ_PYTHON=sys.executable, QDQ_CHECK_SCRIPT=str(modelcheck.CHECK_SCRIPT))
+    result = run_qdq("quantize", modelcheck.model_path(model), "-o", tmp_path / "out.onnx", "--format", "int8",
+                     "--json", "--check", "--check-evaluator", "reference",
+                     "--check-input", f"bytes={inputs['bytes']}", env=env)
+    check = json.loads(result.stdout)["check"]
+    assert check["evaluator"] == f"onnx.reference {onnx.__version__}"
+    # The same file, the same inputs: the two evaluators agree on the error to a few digits.
+    assert check["max_relative_error"] == pytest.approx(0.0144, abs=0.0005)

@@ -40,7 +40,8 @@ runs with its default optimizations, except that the MatMulNBits it fuses from D
 computes in float32 (session.qdq_matmulnbits_accuracy_level 1; ORT's default, 4, would also quantize the
 activations to int8 and add that error to the weights'). The reference
 evaluator gets a corrected GlobalMaxPool (onnx 1.23's reduces the wrong axes of rank-3 inputs) and
-BatchNormalization (its opset-9 kernel uses batch statistics in an inference node).
+BatchNormalization (its opset-9 kernel uses batch statistics in an inference node), and below opset 19,
+where it has no DequantizeLinear, opset 19's kernel (versions 10 and 13 are subsets of it).
 """
 
 import argparse
@@ -128,6 +129,10 @@ def _graphs(graph):
             elif attr.type == onnx.AttributeProto.GRAPHS:
                 for sub in attr.graphs:
                     yield from _graphs(sub)
+
+
+def _ai_onnx_opset(model):
+    return next((entry.version for entry in model.opset_import if entry.domain in ("", "ai.onnx")), 1)
 
 
 def has_mx_dequantize(model):
@@ -304,6 +309,25 @@ def _reference_fixes():
     return [GlobalMaxPool, BatchNormalization]
 
 
+def _reference_dequantize_before_19():
+    """DequantizeLinear for models below opset 19, which onnx.reference has no kernel for.
+
+    Versions 10 and 13 are subsets of 19 (which only added float8 codes and float16/bfloat16 scales): the same
+    formula on int8/uint8/int32 codes with float32 scales, per tensor or (13) along `axis`.
+    """
+    from onnx.reference.ops.op_dequantize_linear import DequantizeLinear_19
+
+    class DequantizeLinear(DequantizeLinear_19):
+        op_domain = ""
+
+        def _run(self, x, x_scale, x_zero_point=None, axis=1, **later_attributes):
+            # An unversioned class gets the newest schema's attributes (block_size, output_dtype): at their
+            # defaults they are version 19's behaviour.
+            return DequantizeLinear_19._run(self, x, x_scale, x_zero_point, axis=1 if axis is None else axis)
+
+    return DequantizeLinear
+
+
 class ReferenceEvaluator:
     def __init__(self):
         import onnx
@@ -314,8 +338,11 @@ class ReferenceEvaluator:
         self.new_ops = _reference_fixes()
 
     def run(self, path, model, feeds):
+        new_ops = list(self.new_ops)
+        if _ai_onnx_opset(model) < 19:
+            new_ops.append(_reference_dequantize_before_19())
         try:
-            evaluator = self.reference.ReferenceEvaluator(model, new_ops=self.new_ops)
+            evaluator = self.reference.ReferenceEvaluator(model, new_ops=new_ops)
             names = list(evaluator.output_names)
             return dict(zip(names, evaluator.run(None, feeds)))
         except Exception as exc:
