@@ -10,6 +10,7 @@
 #include <cstring>
 #include <limits>
 #include <map>
+#include <memory>
 #include <set>
 #include <unordered_map>
 #include <unordered_set>
@@ -1138,7 +1139,7 @@ ModelReport quantize_model_file(const std::string& input, const std::string& out
   ModelWriter writer(output, report.external_data);
 
   NameSet names(model);
-  std::map<::onnx::GraphProto*, std::vector<::onnx::NodeProto*>> front_nodes;  // DQ nodes per graph
+  std::map<::onnx::GraphProto*, std::vector<std::unique_ptr<::onnx::NodeProto>>> front_nodes;  // DQ per graph
   std::set<std::pair<::onnx::GraphProto*, std::string>> drop_inputs;
   const size_t total = selection.selected.size();
   for (size_t k = 0; k < total; ++k) {
@@ -1198,10 +1199,11 @@ ModelReport quantize_model_file(const std::string& input, const std::string& out
 
     ::onnx::NodeProto* node = c.constant;
     if (node == nullptr) {
-      node = new ::onnx::NodeProto();
+      auto owned = std::make_unique<::onnx::NodeProto>();
+      node = owned.get();
       node->set_name(names.make(c.name + "_DequantizeLinear"));
       node->add_output(c.name);
-      front_nodes[c.graph].push_back(node);
+      front_nodes[c.graph].push_back(std::move(owned));
       drop_inputs.insert({c.graph, c.name});
     }
     node->set_op_type("DequantizeLinear");
@@ -1244,7 +1246,7 @@ ModelReport quantize_model_file(const std::string& input, const std::string& out
     const int old_count = list->size();
     std::vector<::onnx::NodeProto*> old(static_cast<size_t>(old_count));
     list->ExtractSubrange(0, old_count, old.data());
-    for (auto* node : nodes) list->AddAllocated(node);
+    for (auto& node : nodes) list->AddAllocated(node.release());
     for (auto* node : old) list->AddAllocated(node);
   }
   // A weight listed as a graph input too (IR < 4) would now be both an input and a node output.

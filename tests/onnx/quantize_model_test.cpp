@@ -748,3 +748,51 @@ TEST(QuantizeModel, ReportJsonHasTheContractFields) {
 }
 
 }  // namespace
+
+namespace {
+
+// The stored codes are exactly qdq::quantize_linear of the original weight with the stored scale and
+// zero point at the output opset, for every format.
+TEST(QuantizeModel, CodesAreQuantizeLinearOfTheStoredScales) {
+  TempFolder dir;
+  Model m(24);
+  m.proto.set_ir_version(12);
+  m.input("x");
+  const onnx::TensorProto original = float_tensor("w", {96, 40}, 5.0f);
+  m.initializer(original);
+  m.node("MatMul", {"x", "w"}, {"y"});
+  m.save(dir / "in.onnx");
+  for (WeightFormat f : kAllFormats) {
+    SCOPED_TRACE(std::string(qdq::onnx::weight_format_name(f)));
+    qdq::onnx::quantize_model_file(dir / "in.onnx", dir / "out.onnx", options(f));
+    const onnx::ModelProto out = load(dir / "out.onnx");
+    const onnx::NodeProto* dq = producer(out.graph(), "w");
+    ASSERT_NE(dq, nullptr);
+    std::map<std::string, Tensor> inits;
+    for (const auto& t : out.graph().initializer()) {
+      Tensor tensor;
+      tensor.type = static_cast<DataType>(t.data_type());
+      tensor.shape.assign(t.dims().begin(), t.dims().end());
+      tensor.data.assign(t.raw_data().begin(), t.raw_data().end());
+      inits[t.name()] = std::move(tensor);
+    }
+    const Tensor& codes = inits.at(dq->input(0));
+    const Tensor& scale = inits.at(dq->input(1));
+    const Tensor* zero_point = dq->input_size() > 2 ? &inits.at(dq->input(2)) : nullptr;
+    qdq::QuantizeLinearAttributes a;
+    a.opset = 24;
+    a.axis = int_attr(*dq, "axis");
+    if (int_attr(*dq, "block_size") != -99) a.block_size = int_attr(*dq, "block_size");
+    if (zero_point == nullptr) a.output_dtype = static_cast<int64_t>(codes.type);
+    Tensor weight;
+    weight.type = DataType::kFloat;
+    weight.shape = {96, 40};
+    weight.data.assign(original.raw_data().begin(), original.raw_data().end());
+    Tensor expected = qdq::onnx::make_tensor(codes.type, codes.shape);
+    const qdq::TensorView zv = zero_point ? zero_point->view() : qdq::TensorView{};
+    qdq::quantize_linear(a, weight.view(), scale.view(), zero_point ? &zv : nullptr, expected.mutable_view());
+    EXPECT_EQ(expected.data, codes.data);
+  }
+}
+
+}  // namespace

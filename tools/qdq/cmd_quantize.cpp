@@ -44,21 +44,6 @@ struct QuantizeArguments {
   CLI::Option* block_size_option = nullptr;
 };
 
-// SIGINT/SIGTERM/SIGHUP while a model is being written: remove the staged files, then die of the
-// signal as the shell expects.
-extern "C" void remove_staged_files_and_reraise(int signal_number) {
-  qdq::onnx::remove_temporary_model_files();
-  std::signal(signal_number, SIG_DFL);
-  std::raise(signal_number);
-}
-
-void install_cleanup_handlers() {
-  struct sigaction action {};
-  action.sa_handler = remove_staged_files_and_reraise;
-  sigemptyset(&action.sa_mask);
-  for (int s : {SIGINT, SIGTERM, SIGHUP}) sigaction(s, &action, nullptr);
-}
-
 std::string executable_folder() {
   std::error_code error;
   const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", error);
@@ -214,7 +199,7 @@ int run(QuantizeArguments& args, const GlobalOptions& globals) {
         if (tty) std::fputs("\r\033[K", stderr);
       };
     }
-    install_cleanup_handlers();
+    install_model_write_cleanup();
     onnx::ModelReport report = onnx::quantize_model_file(args.input, args.output, options);
     if (tty) std::fputs("\r\033[K", stderr);
     if (args.check) report.check_json = check_json;
@@ -235,7 +220,22 @@ int run(QuantizeArguments& args, const GlobalOptions& globals) {
   return 1;
 }
 
+// SIGINT/SIGTERM/SIGHUP while a model is being written: remove the staged files, then die of the
+// signal as the shell expects.
+extern "C" void remove_staged_files_and_reraise(int signal_number) {
+  qdq::onnx::remove_temporary_model_files();
+  std::signal(signal_number, SIG_DFL);
+  std::raise(signal_number);
+}
+
 }  // namespace
+
+void install_model_write_cleanup() {
+  struct sigaction action {};
+  action.sa_handler = remove_staged_files_and_reraise;
+  sigemptyset(&action.sa_mask);
+  for (int s : {SIGINT, SIGTERM, SIGHUP}) sigaction(s, &action, nullptr);
+}
 
 Command register_quantize(CLI::App& app, const GlobalOptions& globals) {
   auto args = std::make_shared<QuantizeArguments>();

@@ -53,6 +53,11 @@ Command register_bench(CLI::App& app, const GlobalOptions& globals);
 /// `qdq convert IN.onnx -o OUT.onnx --opset N [--json]` (cmd_convert.cpp).
 Command register_convert(CLI::App& app, const GlobalOptions& globals);
 
+/// Installs SIGINT/SIGTERM/SIGHUP handlers that remove the staged files of every qdq::onnx::ModelWriter
+/// (qdq::onnx::remove_temporary_model_files) and then re-raise the signal. For subcommands that write
+/// models (cmd_quantize.cpp). Not thread-safe; call before writing.
+void install_model_write_cleanup();
+
 /// Prints "qdq: MESSAGE" as exactly one line on stderr (newlines in MESSAGE become spaces).
 /// Thread-compatible; never throws.
 void report_error(std::string_view message) noexcept;
