@@ -1,11 +1,14 @@
+// The opset converter works in two passes so that a refused model is never half converted: the plan
+// pass runs every node's version steps on a copy of that node (adapters write helper nodes and new
+// constants into the copy's Step, never into the model) and collects every refusal; only when there is
+// none does the apply pass splice the planned copies into their node lists. Which step is compatible
+// and which needs an adapter is decided per "Op:since-version" in step_rules(); the since-versions
+// themselves come from op_versions.inc, generated from ONNX's schemas.
 #include "version_converter.hpp"
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
-#include <limits>
 #include <map>
-#include <optional>
 #include <string_view>
 #include <unordered_map>
 #include <unordered_set>
@@ -101,6 +104,7 @@ struct Step {
   int64_t version = 0;                      // the since-version this step converts to
   int64_t target_opset = 0;
   const TypeMap* types = nullptr;
+  const TypeMap* ranks = nullptr;  // ranks of the main graph's inputs
   NameSource* names = nullptr;
   std::string base;  // prefix for new names
 
@@ -124,20 +128,30 @@ struct Step {
       if (attrs->Get(k).name() == name) attrs->DeleteSubrange(k, 1);
     }
   }
-  int64_t get_int(std::string_view name, int64_t fallback) const {
+  // The attribute `name` if present, checked to be of `type` (an unset type field is accepted, as
+  // ONNX's own readers do): a malformed model is refused rather than read as something else.
+  const ::onnx::AttributeProto* typed(std::string_view name, int type, const char* type_name) const {
     const auto* a = attr(name);
+    if (a != nullptr && a->type() != 0 && a->type() != type) {
+      throw Refusal{"attribute '" + std::string(name) + "' has type " + std::to_string(a->type()) + ", not " +
+                    type_name};
+    }
+    return a;
+  }
+  int64_t get_int(std::string_view name, int64_t fallback) const {
+    const auto* a = typed(name, ::onnx::AttributeProto::INT, "INT");
     return a != nullptr ? a->i() : fallback;
   }
   float get_float(std::string_view name, float fallback) const {
-    const auto* a = attr(name);
+    const auto* a = typed(name, ::onnx::AttributeProto::FLOAT, "FLOAT");
     return a != nullptr ? a->f() : fallback;
   }
   std::string get_string(std::string_view name, std::string fallback) const {
-    const auto* a = attr(name);
+    const auto* a = typed(name, ::onnx::AttributeProto::STRING, "STRING");
     return a != nullptr ? a->s() : fallback;
   }
   std::vector<int64_t> get_ints(std::string_view name) const {
-    const auto* a = attr(name);
+    const auto* a = typed(name, ::onnx::AttributeProto::INTS, "INTS");
     if (a == nullptr) return {};
     return {a->ints().begin(), a->ints().end()};
   }
@@ -284,8 +298,13 @@ void axes_to_input(Step& s) {
   }
   const std::vector<int64_t> axes = s.get_ints("axes");
   s.remove("axes");
-  if (axes.empty() && s.node.op_type().rfind("Reduce", 0) == 0) {
-    return;  // an empty list reduced every axis before; no input does the same now
+  if (axes.empty() && s.node.op_type() == "Squeeze") {
+    // ONNX's shape inference reads an empty list as "squeeze nothing", ONNX Runtime as "every size-1
+    // axis": there is no one meaning to keep.
+    throw Refusal{"an empty axes list means different things to ONNX and ONNX Runtime"};
+  }
+  if (axes.empty() && s.node.op_type() != "Unsqueeze") {
+    return;  // Reduce*: an empty list reduced every axis before; no input does the same now
   }
   s.set_input(1, s.add_int64s("axes", axes));
   s.notes.push_back("axes attribute -> input");
@@ -428,7 +447,7 @@ void selu_6(Step& s) {
 }
 
 void lppool_2(Step& s) {
-  const auto* p = s.attr("p");
+  const auto* p = s.typed("p", ::onnx::AttributeProto::FLOAT, "FLOAT");
   if (p == nullptr) return;  // both default to 2
   const float value = p->f();
   if (value != static_cast<float>(static_cast<int64_t>(value))) throw Refusal{"p is not an integer"};
@@ -436,7 +455,9 @@ void lppool_2(Step& s) {
 }
 
 void roialign_16(Step& s) {
-  if (!s.has("coordinate_transformation_mode")) s.set_string("coordinate_transformation_mode", "output_half_pixel");
+  if (!s.has("coordinate_transformation_mode")) {
+    s.set_string("coordinate_transformation_mode", "output_half_pixel");
+  }
 }
 
 void gridsample_20(Step& s) {
@@ -451,11 +472,14 @@ void scatter_11(Step& s) {
 }
 
 // Softmax/LogSoftmax/Hardmax before 13 coerce the input to 2-D at `axis` (default 1) and normalize
-// each row; from 13 they normalize along the one axis. Axis -1 is the same in both; any other axis is
-// rewritten as Flatten(axis) -> op(axis=1) -> Reshape(to Shape(x)), which is exactly the old meaning.
+// each row; from 13 they normalize along the one axis. The last axis (-1, or rank - 1 of a main-graph
+// input) is the same in both; any other axis is rewritten as Flatten(axis) ->
+// op(axis=1) -> Reshape(to Shape(x)), which is exactly the old meaning.
 void softmax_13(Step& s) {
   const int64_t axis = s.get_int("axis", 1);
   if (axis == -1) return;
+  const auto rank = s.ranks->find(s.input(0));
+  if (rank != s.ranks->end() && axis == rank->second - 1) return;
   const std::string x = s.input(0);
   const std::string y = s.node.output(0);
   // Names first: add_before may move the nodes added before it.
@@ -507,7 +531,7 @@ void upsample_7(Step& s) {
 
 void upsample_9(Step& s) {
   s.require_literal("scales");
-  const auto* attr = s.attr("scales");
+  const auto* attr = s.typed("scales", ::onnx::AttributeProto::FLOATS, "FLOATS");
   if (attr == nullptr) throw Refusal{"Upsample-7 without a scales attribute"};
   ::onnx::TensorProto tensor;
   tensor.set_name(s.names->unique(s.base + "_scales"));
@@ -753,6 +777,16 @@ bool keeps_input_type(const std::string& op) {
   return kOps.count(op) != 0;
 }
 
+// Ranks of the main graph's inputs only: runtimes reject a feed of another rank there, whereas a wrong
+// rank in value_info or an output is at most a warning, and trusting it could change the meaning.
+void collect_ranks(const ::onnx::GraphProto& graph, TypeMap& ranks) {
+  for (const auto& info : graph.input()) {
+    if (info.type().has_tensor_type() && info.type().tensor_type().has_shape()) {
+      ranks[info.name()] = info.type().tensor_type().shape().dim_size();
+    }
+  }
+}
+
 void collect_types(const ::onnx::GraphProto& graph, TypeMap& types) {
   auto add_info = [&](const ::onnx::ValueInfoProto& info) {
     if (info.type().has_tensor_type() && info.type().tensor_type().elem_type() != 0) {
@@ -834,6 +868,7 @@ struct Planner {
   int64_t to_opset = 0;
   bool legacy_ir = false;  // the converted model's IR version is below 4
   TypeMap types;
+  TypeMap ranks;
   TypeMap no_types;  // for function bodies, whose value names are a scope of their own
   bool in_function = false;
   NameSource names;
@@ -851,7 +886,8 @@ struct Planner {
     for (int k = 0; k < nodes.size(); ++k) {
       ::onnx::NodeProto& node = *nodes.Mutable(k);
       for (auto& a : *node.mutable_attribute()) {
-        const std::string inner = node.op_type() + " " + node_label(node, k, graph_label) + " attribute " + a.name();
+        const std::string inner =
+            node.op_type() + " " + node_label(node, k, graph_label) + " attribute " + a.name();
         ++depth;
         if (a.has_g()) plan_graph(*a.mutable_g(), a.g().name().empty() ? inner : a.g().name());
         for (auto& g : *a.mutable_graphs()) plan_graph(g, g.name().empty() ? inner : g.name());
@@ -883,6 +919,7 @@ struct Planner {
     step.node = node;
     step.target_opset = to_opset;
     step.types = in_function ? &no_types : &types;
+    step.ranks = in_function ? &no_types : &ranks;
     step.names = &names;
     step.base = !node.name().empty() ? node.name() : (node.output_size() > 0 ? node.output(0) : node.op_type());
     std::string op = node.op_type();
@@ -962,7 +999,8 @@ struct Planner {
       step.before.insert(step.before.begin(), constants.begin(), constants.end());
     }
     if (step.notes.empty()) step.notes.push_back("attributes updated");
-    std::string change = node.op_type() + " " + label + ": " + from_text + " -> " + op + "-" + std::to_string(current);
+    std::string change =
+        node.op_type() + " " + label + ": " + from_text + " -> " + op + "-" + std::to_string(current);
     for (size_t k = 0; k < step.notes.size(); ++k) change += (k == 0 ? ": " : "; ") + step.notes[k];
     changes.push_back(change);
     planned.push_back(PlannedNode{&nodes, graph, depth, index, std::move(step)});
@@ -1012,8 +1050,8 @@ OpsetConversion convert_opset(::onnx::ModelProto& model, int64_t target_opset) {
   for (const auto& opset : model.opset_import()) {
     if (is_default_domain(opset.domain())) {
       if (has_import && opset.version() != result.from_opset) {
-        throw Error("convert_opset: the model imports ai.onnx twice, at opsets " + std::to_string(result.from_opset) +
-                    " and " + std::to_string(opset.version()));
+        throw Error("convert_opset: the model imports ai.onnx twice, at opsets " +
+                    std::to_string(result.from_opset) + " and " + std::to_string(opset.version()));
       }
       result.from_opset = opset.version();
       has_import = true;
@@ -1023,8 +1061,8 @@ OpsetConversion convert_opset(::onnx::ModelProto& model, int64_t target_opset) {
   result.from_ir_version = result.to_ir_version = model.ir_version();
   if (!has_import || target_opset <= result.from_opset) return result;
   if (target_opset > max_known_opset()) {
-    throw Error("convert_opset: opset " + std::to_string(target_opset) + " is newer than the newest this qdq knows (" +
-                std::to_string(max_known_opset()) + ")");
+    throw Error("convert_opset: opset " + std::to_string(target_opset) +
+                " is newer than the newest this qdq knows (" + std::to_string(max_known_opset()) + ")");
   }
   if (result.from_opset < 1) {
     throw Error("convert_opset: the model's ai.onnx opset " + std::to_string(result.from_opset) + " is not valid");
@@ -1045,6 +1083,7 @@ OpsetConversion convert_opset(::onnx::ModelProto& model, int64_t target_opset) {
   planner.to_opset = target_opset;
   planner.legacy_ir = std::max(model.ir_version(), ir_version_for(target_opset)) < 4;
   collect_types(model.graph(), planner.types);
+  collect_ranks(model.graph(), planner.ranks);
   collect_names(model.graph(), planner.names);
   for (const auto& function : model.functions()) {
     for (const auto& node : function.node()) {

@@ -6,9 +6,8 @@ inputs byte for byte (graph optimizations off, so both run the kernels their ops
 """
 
 import json
+import os
 import pathlib
-import subprocess
-import sys
 
 import numpy as np
 import onnx
@@ -17,7 +16,9 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
-MODELS = pathlib.Path("/work/shared/models")
+# The real models: QDQ_MODELS_DIR, else the repository's copy, else the shared folder of the workplace.
+MODEL_DIRS = [pathlib.Path(p) for p in (os.environ.get("QDQ_MODELS_DIR"),) if p] + [
+    REPO / "tests" / "data" / "models", pathlib.Path("/work/shared/models")]
 FLOAT = TensorProto.FLOAT
 
 
@@ -113,7 +114,11 @@ def check(convert):
 
 
 def node(op, inputs, outputs, **attrs):
-    return helper.make_node(op, inputs, outputs, name=f"{op.lower()}_node", **attrs)
+    empty = [k for k, v in attrs.items() if isinstance(v, list) and not v]  # typed by hand: INTS
+    made = helper.make_node(op, inputs, outputs, name=f"{op.lower()}_node",
+                            **{k: v for k, v in attrs.items() if k not in empty})
+    made.attribute.extend(helper.make_attribute(k, [], attr_type=onnx.AttributeProto.INTS) for k in empty)
+    return made
 
 
 def int64s(name, values):
@@ -129,7 +134,7 @@ def test_squeeze(check, axes):
     model = make_model([node("Squeeze", ["x"], ["y"], **attrs)], [("x", FLOAT, [2, 1, 3, 1])],
                        [("y", FLOAT, None)], 11)
     reports = check(model, [13, 24])
-    assert any("axes attribute -> input" in c for c in reports[0]["changes"]) == (axes is not None)
+    assert any("axes attribute -> input" in c for c in reports[0]["changes"]) == bool(axes)
 
 
 @pytest.mark.parametrize("axes", [[0], [-1], [1, 3]])
@@ -145,7 +150,7 @@ REDUCE_18 = ["ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1", "
 
 
 @pytest.mark.parametrize("op", ["ReduceSum"] + REDUCE_18)
-@pytest.mark.parametrize("axes,keepdims", [([1], 1), ([-1, 0], 0), (None, 1), (None, 0)])
+@pytest.mark.parametrize("axes,keepdims", [([1], 1), ([-1, 0], 0), ([], 1), (None, 1), (None, 0)])
 def test_reduce(check, op, axes, keepdims):
     attrs = {"keepdims": keepdims}
     if axes is not None:
@@ -248,7 +253,17 @@ def test_softmax_family(check, op, axis):
     feeds = random_feeds(model)
     if op == "Hardmax":  # ties make argmax order-dependent; keep the values distinct
         feeds["x"] = np.random.default_rng(1).permutation(120).reshape(2, 3, 4, 5).astype(np.float32)
-    check(model, [13, 24], feeds)
+    reports = check(model, [13, 24], feeds)
+    # x's rank is declared: only an axis other than the last needs the Flatten/Reshape rewrite.
+    last = axis is not None and axis in (3, -1)
+    assert (reports[0]["changes"] == []) == last
+
+
+def test_softmax_on_an_intermediate_of_unknown_rank_is_rewritten(check):
+    model = make_model([node("Relu", ["x"], ["r"]), node("Softmax", ["r"], ["y"], axis=2)],
+                       [("x", FLOAT, [2, 3, 4])], [("y", FLOAT, None)], 9)
+    reports = check(model, [13])
+    assert "Flatten/Softmax/Reshape" in reports[0]["changes"][0]
 
 
 def test_softmax_with_a_zero_sized_dimension(check):
@@ -346,7 +361,8 @@ def test_gemm_legacy_broadcast(convert):
     rng = np.random.default_rng(6)
     b, c = rng.standard_normal([4, 3]).astype(np.float32), rng.standard_normal([3]).astype(np.float32)
     model = make_model([node("Gemm", ["a", "b", "c"], ["y"], broadcast=1, transB=0)],
-                       [("a", FLOAT, [2, 4]), ("b", FLOAT, [4, 3]), ("c", FLOAT, [3])], [("y", FLOAT, [2, 3])], 6, [numpy_helper.from_array(b, "b"), numpy_helper.from_array(c, "c")])
+                       [("a", FLOAT, [2, 4]), ("b", FLOAT, [4, 3]), ("c", FLOAT, [3])], [("y", FLOAT, [2, 3])], 6,
+                       [numpy_helper.from_array(b, "b"), numpy_helper.from_array(c, "c")])
     converted, report = convert(model, 7)
     assert report["changes"] and not any(a.name == "broadcast" for a in converted.graph.node[0].attribute)
     a = rng.standard_normal([2, 4]).astype(np.float32)
@@ -437,6 +453,12 @@ def test_refused_step_names_op_node_and_versions(run_qdq, tmp_path):
     assert "opset 18" in message and "21" in message and "GroupNormalization-18 -> GroupNormalization-21" in message
 
 
+def test_refused_squeeze_with_an_empty_axes_list(run_qdq, tmp_path):
+    # ONNX's shape inference squeezes nothing, ONNX Runtime every size-1 axis.
+    model = make_model([node("Squeeze", ["x"], ["y"], axes=[])], [("x", FLOAT, [2, 1, 3])], [("y", FLOAT, None)], 11)
+    assert "empty axes list" in refused(run_qdq, tmp_path, model, 13)
+
+
 def test_refused_legacy_broadcast_with_axis(run_qdq, tmp_path):
     b = numpy_helper.from_array(np.arange(3, dtype=np.float32), "b")
     model = make_model([node("Add", ["a", "b"], ["y"], broadcast=1, axis=0)], [("a", FLOAT, [3, 4])],
@@ -472,6 +494,19 @@ def test_external_data_must_stay_in_its_folder(run_qdq, tmp_path):
     onnx.checker.check_model(str(beside), full_check=True)
     feeds = random_feeds(model)
     assert_bit_identical(run_ort(str(tmp_path / "in" / "m.onnx"), feeds), run_ort(str(beside), feeds))
+
+
+def test_bad_files_are_one_error_line(run_qdq, tmp_path):
+    corrupt = tmp_path / "corrupt.onnx"
+    corrupt.write_bytes(b"\xff\xff\xff not a model")
+    result = run_qdq("convert", corrupt, "-o", tmp_path / "o.onnx", "--opset", 13, check=False)
+    assert result.returncode == 1 and "not an ONNX model" in result.stderr
+    model = make_model([node("Relu", ["x"], ["y"])], [("x", FLOAT, [3])], [("y", FLOAT, None)], 11)
+    onnx.save(model, tmp_path / "m.onnx")
+    result = run_qdq("convert", tmp_path / "m.onnx", "-o", tmp_path / "missing" / "o.onnx", "--opset", 13,
+                     check=False)
+    assert result.returncode == 1 and result.stderr.count("\n") == 1 and "cannot create" in result.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["corrupt.onnx", "m.onnx"]
 
 
 def test_same_opset_copies_and_reports_nothing(convert):
@@ -557,9 +592,9 @@ REAL = [("ch_PP-OCRv4_rec_infer.onnx", [13, 18, 21, 23, 24]), ("magika_standard_
 
 @pytest.mark.parametrize("name,opsets", REAL, ids=[r[0].split("_")[0] for r in REAL])
 def test_real_model(convert, name, opsets):
-    path = MODELS / name
-    if not path.exists():
-        pytest.skip(f"{path} is not available")
+    path = next((d / name for d in MODEL_DIRS if (d / name).exists()), None)
+    if path is None:
+        pytest.skip(f"{name} is in none of {', '.join(map(str, MODEL_DIRS))}")
     original = onnx.load(path)
     feeds = real_model_feeds(path)
     has_pool = any(n.op_type == "AveragePool" for n in original.graph.node)

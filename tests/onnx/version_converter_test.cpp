@@ -383,6 +383,16 @@ TEST(VersionConverter, UpsampleBecomesResizeWithTheOldCoordinates) {
   EXPECT_NE(result.changes[0].find("Upsample-9 -> Resize-13"), std::string::npos) << result.changes[0];
 }
 
+TEST(VersionConverter, AnAttributeOfTheWrongTypeIsRefused) {
+  Builder b(11);
+  auto& squeeze = b.node("Squeeze", "sq", {"x"}, {"y"});
+  auto* axes = squeeze.add_attribute();
+  axes->set_name("axes");
+  axes->set_type(onnx::AttributeProto::FLOATS);
+  axes->add_floats(0.0f);
+  EXPECT_NE(error_of(b.model, 13).find("attribute 'axes' has type 6, not INTS"), std::string::npos);
+}
+
 // Adapters for opsets ONNX Runtime has no kernels for (tests/model checks the others numerically).
 TEST(VersionConverter, LegacyAttributeAdapters) {
   Builder b(1, 3);
