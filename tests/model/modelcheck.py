@@ -69,7 +69,7 @@ def model_inputs(model):
     if model == "silero_vad_op18_ifless":
         # One chunk as silero's own wrapper feeds it at 16 kHz: 64 samples of context + 512 new ones. A voiced,
         # speech-like signal (150 Hz harmonics, amplitude-modulated, a little noise) so that the speech
-        # probability sits mid-range (~0.6) where a relative error means something; near 0 or 1 it would
+        # probability is ~0.8, where a relative error means something; near 0 it would
         # measure the sigmoid's tail. The recurrent state of a fresh stream is zeros; sr is 16000 or 8000.
         t = np.arange(576) / 16000.0
         voice = sum(np.sin(2 * np.pi * 150 * k * t) / k for k in (1, 2, 3))
