@@ -64,17 +64,41 @@ bool is_weight_type(int32_t type) {
 // ---------------------------------------------------------------------------------------------------
 // Element conversions (host little-endian, like the rest of qdq::onnx)
 
+// IEEE binary16 by hand: _Float16 is not available on every compiler and target qdq supports.
 float half_to_float(uint16_t bits) {
-  _Float16 h;
-  std::memcpy(&h, &bits, 2);
-  return static_cast<float>(h);
+  const uint32_t sign = static_cast<uint32_t>(bits & 0x8000u) << 16;
+  const uint32_t exponent = (bits >> 10) & 0x1Fu;
+  const uint32_t mantissa = bits & 0x3FFu;
+  if (exponent == 0) {
+    const float magnitude = std::ldexp(static_cast<float>(mantissa), -24);
+    return sign != 0 ? -magnitude : magnitude;
+  }
+  const uint32_t wide = exponent == 31 ? sign | 0x7F800000u | (mantissa << 13)
+                                       : sign | ((exponent + 112) << 23) | (mantissa << 13);
+  float f;
+  std::memcpy(&f, &wide, 4);
+  return f;
 }
 
+// Rounds to nearest, ties to even (through float32 first: a scale's double rounding is harmless,
+// the codes are computed from the stored value).
 uint16_t double_to_half(double value) {
-  const _Float16 h = static_cast<_Float16>(value);
-  uint16_t bits;
-  std::memcpy(&bits, &h, 2);
-  return bits;
+  const float f = static_cast<float>(value);
+  uint32_t x;
+  std::memcpy(&x, &f, 4);
+  const uint16_t sign = static_cast<uint16_t>((x >> 16) & 0x8000u);
+  const uint32_t magnitude = x & 0x7FFFFFFFu;
+  if (magnitude >= 0x7F800000u) return static_cast<uint16_t>(sign | (magnitude > 0x7F800000u ? 0x7E00u : 0x7C00u));
+  if (magnitude >= 0x477FF000u) return static_cast<uint16_t>(sign | 0x7C00u);  // >= 65520 rounds to inf
+  if (magnitude < 0x38800000u) {  // below 2^-14: a subnormal multiple of 2^-24, rounded half to even
+    float m;
+    std::memcpy(&m, &magnitude, 4);
+    return static_cast<uint16_t>(sign | static_cast<uint16_t>(std::nearbyint(static_cast<double>(m) * 16777216.0)));
+  }
+  uint32_t h = (((magnitude >> 23) - 112) << 10) | ((magnitude >> 13) & 0x3FFu);
+  const uint32_t rest = magnitude & 0x1FFFu;
+  if (rest > 0x1000u || (rest == 0x1000u && (h & 1u) != 0)) ++h;  // a carry moves into the exponent
+  return static_cast<uint16_t>(sign | h);
 }
 
 float bfloat_to_float(uint16_t bits) {

@@ -34,6 +34,23 @@ bool blocked(WeightFormat f) {
          f == WeightFormat::kMxfp4;
 }
 
+// binary16 <-> float for the tests, by hand (no compiler half type is portable).
+double half_value(uint16_t b) {
+  const int exponent = (b >> 10) & 0x1F, mantissa = b & 0x3FF;
+  const double magnitude = exponent == 0 ? std::ldexp(mantissa, -24) : std::ldexp(1024 + mantissa, exponent - 25);
+  return (b & 0x8000) ? -magnitude : magnitude;
+}
+
+// Rounds to the nearest binary16 (values in the normal or subnormal range; no overflow here).
+uint16_t to_half(float v) {
+  const uint16_t sign = std::signbit(v) ? 0x8000 : 0;
+  const double a = std::fabs(static_cast<double>(v));
+  if (a < std::ldexp(1.0, -14)) return static_cast<uint16_t>(sign | static_cast<uint16_t>(std::nearbyint(a * 16777216.0)));
+  const int e = std::ilogb(a);
+  const double m = std::nearbyint(std::ldexp(a, 10 - e));  // 1024..2048; 2048 carries into the exponent
+  return static_cast<uint16_t>(sign | ((static_cast<uint32_t>(e + 15) << 10) + static_cast<uint32_t>(m) - 1024));
+}
+
 // A scale element as a double, whatever its type.
 double scale_value(const Tensor& scale, uint64_t k) {
   switch (scale.type) {
@@ -46,9 +63,7 @@ double scale_value(const Tensor& scale, uint64_t k) {
     case DataType::kFloat16: {
       uint16_t b;
       std::memcpy(&b, scale.data.data() + 2 * k, 2);
-      _Float16 h;
-      std::memcpy(&h, &b, 2);
-      return static_cast<double>(h);
+      return half_value(b);
     }
     default: return NAN;
   }
@@ -204,7 +219,7 @@ TEST(QuantizeScaleRules, DocumentedValues) {
 TEST(QuantizeScaleRules, Float16WeightsKeepFloat16Scales) {
   Tensor w = qdq::onnx::make_tensor(DataType::kFloat16, {2, 32});
   for (uint64_t k = 0; k < 64; ++k) {
-    const _Float16 h = static_cast<_Float16>(k < 32 ? 1e-7f : static_cast<float>(k) / 64.0f);  // row 0: subnormal
+    const uint16_t h = to_half(k < 32 ? 1e-7f : static_cast<float>(k) / 64.0f);  // row 0: subnormal
     std::memcpy(w.data.data() + 2 * k, &h, 2);
   }
   const auto q = qdq::onnx::quantize_weight(w.view(), WeightFormat::kInt8,
@@ -534,7 +549,7 @@ TEST(QuantizeModel, Float16WeightsDequantizeToFloat16AndMxSetsOutputDtype) {
   for (int k = 0; k < 64 * 32; ++k) {
     float v;
     std::memcpy(&v, t.raw_data().data() + 4 * k, 4);
-    const _Float16 h = static_cast<_Float16>(v);
+    const uint16_t h = to_half(v);
     std::memcpy(raw.data() + 2 * k, &h, 2);
   }
   t.set_data_type(10);
