@@ -32,6 +32,9 @@ struct GlobalOptions {
 struct Command {
   CLI::App* app = nullptr;
   std::function<int()> run;
+  /// Exit code for a command line CLI11 cannot parse once this subcommand is named (2 = usage error;
+  /// `quantize` promises 1 and "qdq: error: ..." for every failure).
+  int usage_error_exit_code = 2;
 };
 
 /// `qdq run MODEL INPUT... [-o DIR]` (cmd_run.cpp).
@@ -40,12 +43,20 @@ Command register_run(CLI::App& app, const GlobalOptions& globals);
 /// `qdq test PATH... [--dump-outputs DIR]` (cmd_test.cpp).
 Command register_test(CLI::App& app, const GlobalOptions& globals);
 
+/// `qdq quantize IN.onnx -o OUT.onnx --format F [...]` (cmd_quantize.cpp).
+Command register_quantize(CLI::App& app, const GlobalOptions& globals);
+
 /// `qdq bench [--json] [--size N] [--filter TEXT] [--repeats N] [--compare-scalar]` (cmd_bench.cpp;
 /// built with QDQ_BUILD_BENCH).
 Command register_bench(CLI::App& app, const GlobalOptions& globals);
 
 /// `qdq convert IN.onnx -o OUT.onnx --opset N [--json]` (cmd_convert.cpp).
 Command register_convert(CLI::App& app, const GlobalOptions& globals);
+
+/// Installs SIGINT/SIGTERM/SIGHUP handlers that remove the staged files of every qdq::onnx::ModelWriter
+/// (qdq::onnx::remove_temporary_model_files) and then re-raise the signal. For subcommands that write
+/// models (cmd_quantize.cpp). Not thread-safe; call before writing.
+void install_model_write_cleanup();
 
 /// Prints "qdq: MESSAGE" as exactly one line on stderr (newlines in MESSAGE become spaces).
 /// Thread-compatible; never throws.

@@ -68,6 +68,7 @@ int run_main(int argc, char** argv) {
   const std::vector<Command> commands = {
       register_run(app, globals),
       register_test(app, globals),
+      register_quantize(app, globals),
       register_convert(app, globals),
 #if defined(QDQ_CLI_HAVE_BENCH)
       register_bench(app, globals),
@@ -80,6 +81,12 @@ int run_main(int argc, char** argv) {
     if (e.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success)) {
       app.exit(e);  // --help / --version: prints to stdout
       return finish(0);
+    }
+    for (const Command& command : commands) {
+      if (command.app->parsed() && command.usage_error_exit_code != 2) {
+        report_error(std::string("error: ") + e.what() + " (see 'qdq " + command.app->get_name() + " --help')");
+        return command.usage_error_exit_code;
+      }
     }
     report_error(std::string(e.what()) + " (see 'qdq --help')");
     return 2;

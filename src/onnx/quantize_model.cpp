@@ -1,0 +1,1292 @@
+// Weight-only quantization of ONNX models (quantize_model.hpp).
+#include "quantize_model.hpp"
+
+#include <fnmatch.h>
+
+#include <algorithm>
+#include <charconv>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <map>
+#include <memory>
+#include <set>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "model_io.hpp"
+#include "onnx_subset.pb.h"
+#include "version_converter.hpp"
+
+namespace qdq::onnx {
+namespace {
+
+[[noreturn]] void fail(const std::string& what, const std::string& problem) { throw Error(what + ": " + problem); }
+
+// ---------------------------------------------------------------------------------------------------
+// Formats
+
+struct FormatInfo {
+  WeightFormat format;
+  const char* name;
+  DataType element;
+  bool integer;
+  bool blocked;       // blocks along the reduction axis (else per channel)
+  bool mx;            // e8m0 block scales by the OCP MX rule
+  bool signed_codes;  // integer formats: signed code range
+  int bits;
+  int emax;           // MX: exponent of the element type's largest power of two
+};
+
+constexpr FormatInfo kFormats[] = {
+    {WeightFormat::kInt8, "int8", DataType::kInt8, true, false, false, true, 8, 0},
+    {WeightFormat::kUint8, "uint8", DataType::kUint8, true, false, false, false, 8, 0},
+    {WeightFormat::kInt4, "int4", DataType::kInt4, true, true, false, true, 4, 0},
+    {WeightFormat::kUint4, "uint4", DataType::kUint4, true, true, false, false, 4, 0},
+    {WeightFormat::kFloat8E4M3FN, "float8e4m3fn", DataType::kFloat8E4M3FN, false, false, false, true, 8, 0},
+    {WeightFormat::kMxfp8, "mxfp8", DataType::kFloat8E4M3FN, false, true, true, true, 8, 8},
+    {WeightFormat::kMxfp4, "mxfp4", DataType::kFloat4E2M1, false, true, true, true, 4, 2},
+};
+
+const FormatInfo& info(WeightFormat format) {
+  for (const auto& f : kFormats) {
+    if (f.format == format) return f;
+  }
+  return kFormats[0];
+}
+
+bool is_weight_type(int32_t type) {
+  return type == static_cast<int32_t>(DataType::kFloat) || type == static_cast<int32_t>(DataType::kFloat16) ||
+         type == static_cast<int32_t>(DataType::kBFloat16);
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Element conversions (host little-endian, like the rest of qdq::onnx)
+
+// IEEE binary16 by hand: _Float16 is not available on every compiler and target qdq supports.
+float half_to_float(uint16_t bits) {
+  const uint32_t sign = static_cast<uint32_t>(bits & 0x8000u) << 16;
+  const uint32_t exponent = (bits >> 10) & 0x1Fu;
+  const uint32_t mantissa = bits & 0x3FFu;
+  if (exponent == 0) {
+    const float magnitude = std::ldexp(static_cast<float>(mantissa), -24);
+    return sign != 0 ? -magnitude : magnitude;
+  }
+  const uint32_t wide = exponent == 31 ? sign | 0x7F800000u | (mantissa << 13)
+                                       : sign | ((exponent + 112) << 23) | (mantissa << 13);
+  float f;
+  std::memcpy(&f, &wide, 4);
+  return f;
+}
+
+// Rounds to nearest, ties to even (through float32 first: a scale's double rounding is harmless,
+// the codes are computed from the stored value).
+uint16_t double_to_half(double value) {
+  const float f = static_cast<float>(value);
+  uint32_t x;
+  std::memcpy(&x, &f, 4);
+  const uint16_t sign = static_cast<uint16_t>((x >> 16) & 0x8000u);
+  const uint32_t magnitude = x & 0x7FFFFFFFu;
+  if (magnitude >= 0x7F800000u) return static_cast<uint16_t>(sign | (magnitude > 0x7F800000u ? 0x7E00u : 0x7C00u));
+  if (magnitude >= 0x477FF000u) return static_cast<uint16_t>(sign | 0x7C00u);  // >= 65520 rounds to inf
+  if (magnitude < 0x38800000u) {  // below 2^-14: a subnormal multiple of 2^-24, rounded half to even
+    float m;
+    std::memcpy(&m, &magnitude, 4);
+    return static_cast<uint16_t>(sign | static_cast<uint16_t>(std::nearbyint(static_cast<double>(m) * 16777216.0)));
+  }
+  uint32_t h = (((magnitude >> 23) - 112) << 10) | ((magnitude >> 13) & 0x3FFu);
+  const uint32_t rest = magnitude & 0x1FFFu;
+  if (rest > 0x1000u || (rest == 0x1000u && (h & 1u) != 0)) ++h;  // a carry moves into the exponent
+  return static_cast<uint16_t>(sign | h);
+}
+
+float bfloat_to_float(uint16_t bits) {
+  const uint32_t wide = static_cast<uint32_t>(bits) << 16;
+  float f;
+  std::memcpy(&f, &wide, 4);
+  return f;
+}
+
+uint16_t float_to_bfloat(float value) {
+  uint32_t bits;
+  std::memcpy(&bits, &value, 4);
+  if (std::isnan(value)) return 0x7FC0;
+  bits += 0x7FFFu + ((bits >> 16) & 1u);
+  return static_cast<uint16_t>(bits >> 16);
+}
+
+// The stored value of a scale: rounded to nearest in the scale type; a result that underflows to 0
+// becomes the type's smallest positive (subnormal) value, so no scale is ever 0, and no scale is
+// NaN or infinite (the inputs are finite and at most float32's maximum).
+double store_scale(double value, DataType type, uint8_t* out, uint64_t index) {
+  switch (type) {
+    case DataType::kFloat16: {
+      uint16_t bits = double_to_half(value);
+      if ((bits & 0x7FFF) == 0) bits = 0x0001;
+      if ((bits & 0x7C00) == 0x7C00) bits = 0x7BFF;
+      std::memcpy(out + 2 * index, &bits, 2);
+      return half_to_float(bits);
+    }
+    case DataType::kBFloat16: {
+      uint16_t bits = float_to_bfloat(static_cast<float>(value));
+      if ((bits & 0x7FFF) == 0) bits = 0x0001;
+      if ((bits & 0x7F80) == 0x7F80) bits = 0x7F7F;
+      std::memcpy(out + 2 * index, &bits, 2);
+      return bfloat_to_float(bits);
+    }
+    default: {
+      float f = static_cast<float>(value);
+      if (f == 0.0f) f = std::numeric_limits<float>::denorm_min();
+      if (std::isinf(f)) f = std::numeric_limits<float>::max();
+      std::memcpy(out + 4 * index, &f, 4);
+      return f;
+    }
+  }
+}
+
+void store_code(DataType type, uint8_t* out, uint64_t index, int64_t value) {
+  const int bits = bit_width(type);
+  if (bits == 4) {
+    const uint8_t nibble = static_cast<uint8_t>(value) & 0x0F;
+    uint8_t& byte = out[index / 2];
+    byte = (index % 2 == 0) ? static_cast<uint8_t>((byte & 0xF0) | nibble)
+                            : static_cast<uint8_t>((byte & 0x0F) | (nibble << 4));
+  } else {
+    out[index] = static_cast<uint8_t>(value);
+  }
+}
+
+// A copy of elements [first, first + count) of `tensor` (packed types element by element) as a tensor
+// of `shape`.
+Tensor slice(const Tensor& tensor, uint64_t first, uint64_t count, std::vector<int64_t> shape) {
+  Tensor out = make_tensor(tensor.type, std::move(shape));
+  const int bits = bit_width(tensor.type);
+  if (bits >= 8) {
+    const size_t size = static_cast<size_t>(bits / 8);
+    std::memcpy(out.data.data(), tensor.data.data() + first * size, count * size);
+  } else {
+    for (uint64_t k = 0; k < count; ++k) {
+      const uint64_t from = first + k;
+      const uint8_t nibble = (tensor.data[from / 2] >> ((from % 2) * 4)) & 0x0F;
+      store_code(tensor.type, out.data.data(), k, nibble);
+    }
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Quantizing one weight
+
+// Elements [first, first + count) of a weight as float32: the bytes themselves when they are float32
+// and aligned, else decoded into `buffer`.
+const float* decode(DataType type, const uint8_t* data, uint64_t first, uint64_t count, std::vector<float>& buffer) {
+  if (type == DataType::kFloat) {
+    const uint8_t* p = data + 4 * first;
+    if (reinterpret_cast<uintptr_t>(p) % alignof(float) == 0) return reinterpret_cast<const float*>(p);
+    buffer.resize(count);
+    std::memcpy(buffer.data(), p, count * 4);
+    return buffer.data();
+  }
+  buffer.resize(count);
+  const bool half = type == DataType::kFloat16;
+  for (uint64_t k = 0; k < count; ++k) {
+    uint16_t bits;
+    std::memcpy(&bits, data + 2 * (first + k), 2);
+    buffer[k] = half ? half_to_float(bits) : bfloat_to_float(bits);
+  }
+  return buffer.data();
+}
+
+// Non-finite elements take the neutral value of the reduction, so NaN and ±inf never widen a range.
+inline float finite_or(float v, float neutral) { return std::fabs(v) <= std::numeric_limits<float>::max() ? v : neutral; }
+
+void reduce_range(const float* v, uint64_t n, float& lo, float& hi) {
+  constexpr float inf = std::numeric_limits<float>::infinity();
+  float l[8] = {inf, inf, inf, inf, inf, inf, inf, inf};
+  float h[8] = {-inf, -inf, -inf, -inf, -inf, -inf, -inf, -inf};
+  uint64_t k = 0;
+  for (; k + 8 <= n; k += 8) {
+    for (int lane = 0; lane < 8; ++lane) {
+      const float x = v[k + static_cast<uint64_t>(lane)];
+      const float a = finite_or(x, inf), b = finite_or(x, -inf);
+      l[lane] = a < l[lane] ? a : l[lane];
+      h[lane] = b > h[lane] ? b : h[lane];
+    }
+  }
+  for (; k < n; ++k) {
+    l[0] = std::min(l[0], finite_or(v[k], inf));
+    h[0] = std::max(h[0], finite_or(v[k], -inf));
+  }
+  for (int lane = 0; lane < 8; ++lane) {
+    lo = std::min(lo, l[lane]);
+    hi = std::max(hi, h[lane]);
+  }
+}
+
+void widen_elementwise(const float* v, uint64_t n, float* lo, float* hi) {
+  constexpr float inf = std::numeric_limits<float>::infinity();
+  for (uint64_t k = 0; k < n; ++k) {
+    const float a = finite_or(v[k], inf), b = finite_or(v[k], -inf);
+    lo[k] = a < lo[k] ? a : lo[k];
+    hi[k] = b > hi[k] ? b : hi[k];
+  }
+}
+
+// Σw², Σ(w−ŵ)² and max|w−ŵ| over the finite w; counts the others. Blocks of 1024 are summed in float
+// lanes (vectorizable) and added in double; a block holding magnitudes whose squares could overflow
+// float is summed in double instead.
+void accumulate_error(const float* w, const float* back, uint64_t n, double& signal, double& noise, double& max_error,
+                      uint64_t& non_finite) {
+  constexpr uint64_t kBlock = 1024;
+  constexpr float kMaxFinite = std::numeric_limits<float>::max();
+  for (uint64_t b0 = 0; b0 < n; b0 += kBlock) {
+    const uint64_t count = std::min(kBlock, n - b0);
+    const float* x = w + b0;
+    const float* y = back + b0;
+    float s[8] = {}, e2[8] = {}, m[8] = {}, big[8] = {}, bad[8] = {};
+    uint64_t k = 0;
+    for (; k + 8 <= count; k += 8) {
+      for (int lane = 0; lane < 8; ++lane) {
+        const uint64_t i = k + static_cast<uint64_t>(lane);
+        const float ax = std::fabs(x[i]);
+        const bool finite = ax <= kMaxFinite;
+        const float xv = finite ? x[i] : 0.0f, yv = finite ? y[i] : 0.0f;
+        const float e = xv - yv;
+        s[lane] += xv * xv;
+        e2[lane] += e * e;
+        const float ae = std::fabs(e), axv = std::fabs(xv);
+        m[lane] = ae > m[lane] ? ae : m[lane];
+        big[lane] = axv > big[lane] ? axv : big[lane];
+        bad[lane] += finite ? 0.0f : 1.0f;
+      }
+    }
+    float biggest = 0;
+    for (int lane = 0; lane < 8; ++lane) biggest = std::max(biggest, big[lane]);
+    for (uint64_t i = k; i < count; ++i) biggest = std::max(biggest, finite_or(std::fabs(x[i]), 0.0f));
+    if (biggest > 1e18f) {  // squares near float's range: the whole block in double
+      for (uint64_t i = 0; i < count; ++i) {
+        if (!(std::fabs(x[i]) <= kMaxFinite)) {
+          ++non_finite;
+          continue;
+        }
+        const double e = static_cast<double>(x[i]) - static_cast<double>(y[i]);
+        signal += static_cast<double>(x[i]) * static_cast<double>(x[i]);
+        noise += e * e;
+        max_error = std::max(max_error, std::fabs(e));
+      }
+      continue;
+    }
+    for (uint64_t i = k; i < count; ++i) {
+      if (!(std::fabs(x[i]) <= kMaxFinite)) {
+        ++non_finite;
+        continue;
+      }
+      const double e = static_cast<double>(x[i]) - static_cast<double>(y[i]);
+      signal += static_cast<double>(x[i]) * static_cast<double>(x[i]);
+      noise += e * e;
+      max_error = std::max(max_error, std::fabs(e));
+    }
+    for (int lane = 0; lane < 8; ++lane) {
+      signal += s[lane];
+      noise += e2[lane];
+      max_error = std::max(max_error, static_cast<double>(m[lane]));
+      non_finite += static_cast<uint64_t>(bad[lane]);
+    }
+  }
+}
+
+// The geometry of a weight around the quantization axis: elements (o, c, j) of [outer, D, inner], and
+// the index of the scale each element uses.
+struct Geometry {
+  std::vector<int64_t> dims;
+  uint64_t elements = 0;
+  uint64_t outer = 1, channels = 1, inner = 1;
+  uint64_t blocks = 1;  // blocks along the axis (blocked only)
+  uint64_t block = 0;
+  WeightGranularity::Kind kind = WeightGranularity::Kind::kPerTensor;
+  int64_t axis = 0;
+  std::vector<int64_t> param_shape;
+  uint64_t params = 1;
+
+  uint64_t param_index(uint64_t o, uint64_t c, uint64_t j) const {
+    switch (kind) {
+      case WeightGranularity::Kind::kPerTensor: return 0;
+      case WeightGranularity::Kind::kPerChannel: return c;
+      case WeightGranularity::Kind::kBlocked: return (o * blocks + c / block) * inner + j;
+    }
+    return 0;
+  }
+};
+
+Geometry geometry(std::span<const int64_t> shape, const WeightGranularity& granularity) {
+  Geometry g;
+  g.dims.assign(shape.begin(), shape.end());
+  g.elements = element_count(shape);
+  g.kind = granularity.kind;
+  g.axis = granularity.axis;
+  const int64_t rank = static_cast<int64_t>(shape.size());
+  if (g.kind == WeightGranularity::Kind::kPerTensor) {
+    g.inner = g.elements;
+    return g;
+  }
+  if (g.axis < 0 || g.axis >= rank) {
+    throw Error("quantization axis " + std::to_string(g.axis) + " is outside a weight of shape " +
+                shape_to_string(shape));
+  }
+  for (int64_t d = 0; d < g.axis; ++d) g.outer *= static_cast<uint64_t>(shape[d]);
+  g.channels = static_cast<uint64_t>(shape[g.axis]);
+  for (int64_t d = g.axis + 1; d < rank; ++d) g.inner *= static_cast<uint64_t>(shape[d]);
+  if (g.kind == WeightGranularity::Kind::kPerChannel) {
+    g.param_shape = {shape[g.axis]};
+    g.params = g.channels;
+  } else {
+    if (granularity.block_size <= 0) throw Error("block size must be positive");
+    g.block = static_cast<uint64_t>(granularity.block_size);
+    g.blocks = (g.channels + g.block - 1) / g.block;
+    g.param_shape = g.dims;
+    g.param_shape[g.axis] = static_cast<int64_t>(g.blocks);
+    g.params = g.outer * g.blocks * g.inner;
+  }
+  return g;
+}
+
+// Rows of dimension 0 handled per chunk: about 4 Mi elements, whole blocks when blocked along axis 0,
+// and an even element count when codes are packed, so each chunk starts on a byte.
+uint64_t chunk_rows(const Geometry& g, bool packed) {
+  if (g.dims.empty() || g.dims[0] == 0) return 1;
+  const uint64_t rows = static_cast<uint64_t>(g.dims[0]);
+  const uint64_t row = g.elements / rows;
+  uint64_t chunk = std::max<uint64_t>(1, (uint64_t{1} << 22) / std::max<uint64_t>(row, 1));
+  if (g.kind == WeightGranularity::Kind::kBlocked && g.axis == 0) chunk = (chunk + g.block - 1) / g.block * g.block;
+  if (packed && row % 2 == 1 && chunk % 2 == 1) ++chunk;
+  return std::min(chunk, rows);
+}
+
+// The scale (and zero point) tensors' elements used by rows [r0, r1): [first, first + count), shape.
+struct ParamSlice {
+  uint64_t first = 0, count = 0;
+  std::vector<int64_t> shape;
+};
+
+ParamSlice param_slice(const Geometry& g, uint64_t r0, uint64_t r1) {
+  ParamSlice s;
+  const bool whole_rows = g.dims.empty() || (r0 == 0 && r1 == static_cast<uint64_t>(g.dims[0]));
+  if (g.kind == WeightGranularity::Kind::kPerTensor || whole_rows ||
+      (g.kind == WeightGranularity::Kind::kPerChannel && g.axis != 0)) {
+    s.first = 0;
+    s.count = g.params;
+    s.shape = g.param_shape;
+    return s;
+  }
+  if (g.kind == WeightGranularity::Kind::kPerChannel) {  // axis 0
+    s.first = r0;
+    s.count = r1 - r0;
+    s.shape = {static_cast<int64_t>(r1 - r0)};
+    return s;
+  }
+  uint64_t param_row = 1;
+  for (size_t d = 1; d < g.param_shape.size(); ++d) param_row *= static_cast<uint64_t>(g.param_shape[d]);
+  uint64_t p0 = r0, p1 = r1;
+  if (g.axis == 0) {
+    p0 = r0 / g.block;
+    p1 = (r1 + g.block - 1) / g.block;
+  }
+  s.first = p0 * param_row;
+  s.count = (p1 - p0) * param_row;
+  s.shape = g.param_shape;
+  s.shape[0] = static_cast<int64_t>(p1 - p0);
+  return s;
+}
+
+void check_format_granularity(const FormatInfo& f, const WeightGranularity& granularity) {
+  if (f.mx && (granularity.kind != WeightGranularity::Kind::kBlocked || granularity.block_size != 32)) {
+    throw Error(std::string(f.name) + " needs blocks of 32 (OCP Microscaling)");
+  }
+}
+
+}  // namespace
+
+std::string_view weight_format_name(WeightFormat format) { return info(format).name; }
+
+std::optional<WeightFormat> parse_weight_format(std::string_view name) {
+  for (const auto& f : kFormats) {
+    if (name == f.name) return f.format;
+  }
+  return std::nullopt;
+}
+
+std::string WeightGranularity::to_string() const {
+  switch (kind) {
+    case Kind::kPerTensor: return "per-tensor";
+    case Kind::kPerChannel: return "per-channel(axis=" + std::to_string(axis) + ")";
+    case Kind::kBlocked:
+      return "blocked(axis=" + std::to_string(axis) + ",block=" + std::to_string(block_size) + ")";
+  }
+  return "?";
+}
+
+int64_t required_opset(WeightFormat format, const WeightGranularity& granularity, DataType weight_type) {
+  const FormatInfo& f = info(format);
+  int64_t opset = 10;
+  if (granularity.kind != WeightGranularity::Kind::kPerTensor) opset = 13;
+  if (weight_type != DataType::kFloat) opset = std::max<int64_t>(opset, 19);  // float16/bfloat16 scales
+  if (f.element == DataType::kFloat8E4M3FN) opset = std::max<int64_t>(opset, 19);
+  if (f.bits == 4 || granularity.kind == WeightGranularity::Kind::kBlocked) opset = std::max<int64_t>(opset, 21);
+  if (f.element == DataType::kFloat4E2M1) opset = std::max<int64_t>(opset, 23);
+  if (f.mx) opset = std::max<int64_t>(opset, 24);
+  return opset;
+}
+
+QuantizedWeight quantize_weight(const TensorView& weight, WeightFormat format, const WeightGranularity& granularity,
+                                bool symmetric, int64_t opset, const ExecutionOptions& execution,
+                                const std::function<void(size_t end)>& release) {
+  const FormatInfo& f = info(format);
+  if (!is_weight_type(static_cast<int32_t>(weight.type))) {
+    throw Error("cannot quantize a " + data_type_name(weight.type) + " weight (FLOAT, FLOAT16 or BFLOAT16 only)");
+  }
+  if (!f.integer && !symmetric) throw Error(std::string(f.name) + " has no asymmetric form");
+  check_format_granularity(f, granularity);
+  const Geometry g = geometry(weight.shape, granularity);
+  const uint64_t weight_size = static_cast<uint64_t>(bit_width(weight.type) / 8);
+  if (weight.size_bytes != g.elements * weight_size) throw Error("weight byte size does not match its shape");
+  const auto* x = static_cast<const uint8_t*>(weight.data);
+  const DataType scale_type = f.mx ? DataType::kFloat8E8M0 : weight.type;
+  const bool packed = f.bits == 4;
+  const uint64_t rows = g.dims.empty() ? 1 : static_cast<uint64_t>(g.dims[0]);
+  const uint64_t row = rows == 0 ? 0 : g.elements / rows;
+  const uint64_t step = chunk_rows(g, packed);
+
+  // Pass 1: the finite range of every scale group. NaN and ±inf do not widen a range.
+  std::vector<float> lo(g.params, std::numeric_limits<float>::infinity());
+  std::vector<float> hi(g.params, -std::numeric_limits<float>::infinity());
+  QuantizedWeight result;
+  std::vector<float> decoded;
+  for (uint64_t r0 = 0; r0 < rows && g.inner > 0; r0 += step) {
+    const uint64_t r1 = std::min(rows, r0 + step);
+    const uint64_t e0 = r0 * row, e1 = r1 * row;
+    const float* v = decode(weight.type, x, e0, e1 - e0, decoded);
+    if (g.kind == WeightGranularity::Kind::kPerTensor) {
+      reduce_range(v, e1 - e0, lo[0], hi[0]);
+    } else if (g.inner == 1) {
+      // The axis is the last one: rows of `channels` consecutive elements.
+      for (uint64_t e = e0; e < e1; e += g.channels) {
+        const float* line = v + (e - e0);
+        const uint64_t o = e / g.channels;
+        if (g.kind == WeightGranularity::Kind::kPerChannel) {
+          widen_elementwise(line, g.channels, lo.data(), hi.data());
+        } else {
+          for (uint64_t b = 0; b < g.blocks; ++b) {
+            const uint64_t first = b * g.block, n = std::min(g.block, g.channels - first);
+            reduce_range(line + first, n, lo[o * g.blocks + b], hi[o * g.blocks + b]);
+          }
+        }
+      }
+    } else {
+      uint64_t line = e0 / g.inner;
+      uint64_t o = line / g.channels, c = line % g.channels;
+      for (uint64_t e = e0; e < e1; e += g.inner) {
+        const float* values = v + (e - e0);
+        if (g.kind == WeightGranularity::Kind::kPerChannel) {
+          reduce_range(values, g.inner, lo[c], hi[c]);
+        } else {
+          const uint64_t p = (o * g.blocks + c / g.block) * g.inner;
+          widen_elementwise(values, g.inner, lo.data() + p, hi.data() + p);
+        }
+        if (++c == g.channels) {
+          c = 0;
+          ++o;
+        }
+      }
+    }
+    if (release) release(static_cast<size_t>(e1 * weight_size));
+  }
+
+  // The scales and zero points (README of the rules: docs/model-quantization.md).
+  result.scale = make_tensor(scale_type, g.param_shape);
+  const bool with_zero_point = f.integer || (f.element == DataType::kFloat8E4M3FN && !f.mx && opset < 21);
+  Tensor zero_point;
+  if (with_zero_point) zero_point = make_tensor(f.element, g.param_shape);
+  const double type_max = weight.type == DataType::kFloat16 ? 65504.0
+                          : weight.type == DataType::kBFloat16 ? 3.3895313892515355e38
+                                                               : static_cast<double>(std::numeric_limits<float>::max());
+  const int64_t qmin = f.integer ? (f.signed_codes ? -(int64_t{1} << (f.bits - 1)) : 0) : 0;
+  const int64_t qmax = f.integer ? (f.signed_codes ? (int64_t{1} << (f.bits - 1)) - 1 : (int64_t{1} << f.bits) - 1) : 0;
+  for (uint64_t p = 0; p < g.params; ++p) {
+    const bool any = lo[p] <= hi[p];
+    const double amax = any ? std::max(std::fabs(static_cast<double>(lo[p])), std::fabs(static_cast<double>(hi[p]))) : 0.0;
+    if (f.mx) {
+      int code = 127;  // 2^0 for a block without a non-zero finite element
+      if (amax > 0) code = std::clamp(std::ilogb(amax) - f.emax + 127, 0, 254);
+      result.scale.data[p] = static_cast<uint8_t>(code);
+      continue;
+    }
+    if (!f.integer) {  // float8e4m3fn: max|w| / 448
+      store_scale(amax > 0 ? amax / 448.0 : 1.0, scale_type, result.scale.data.data(), p);
+      continue;
+    }
+    int64_t zp = 0;
+    // An asymmetric grid's rounded zero point can push its far end past the weight type's largest
+    // value, which would dequantize to infinity; groups that large use the symmetric rule.
+    if (symmetric || amax > type_max / 4) {
+      const int64_t levels = f.signed_codes ? qmax : (qmax - 1) / 2;  // 127/7 either way
+      if (!f.signed_codes) zp = (qmax + 1) / 2;
+      store_scale(amax > 0 ? amax / static_cast<double>(levels) : 1.0, scale_type, result.scale.data.data(), p);
+    } else {
+      const double low = any ? std::min(0.0, static_cast<double>(lo[p])) : 0.0;
+      const double high = any ? std::max(0.0, static_cast<double>(hi[p])) : 0.0;
+      const double range = high - low;
+      const double stored = store_scale(range > 0 ? range / static_cast<double>(qmax - qmin) : 1.0, scale_type,
+                                        result.scale.data.data(), p);
+      zp = static_cast<int64_t>(std::clamp(std::nearbyint(static_cast<double>(qmin) - low / stored),
+                                           static_cast<double>(qmin), static_cast<double>(qmax)));
+    }
+    if (with_zero_point) store_code(f.element, zero_point.data.data(), p, zp);
+  }
+
+  // Pass 2: QuantizeLinear at the output opset from the stored parameters, chunk by chunk, then
+  // DequantizeLinear of the same chunk for the error.
+  QuantizeLinearAttributes qa;
+  qa.opset = opset;
+  DequantizeLinearAttributes da;
+  da.opset = opset;
+  if (g.kind != WeightGranularity::Kind::kPerTensor) qa.axis = da.axis = g.axis;
+  if (g.kind == WeightGranularity::Kind::kBlocked) qa.block_size = da.block_size = static_cast<int64_t>(g.block);
+  if (!with_zero_point) qa.output_dtype = static_cast<int64_t>(f.element);
+  if (f.mx) da.output_dtype = static_cast<int64_t>(weight.type);
+  result.codes = make_tensor(f.element, g.dims);
+  double signal = 0, noise = 0, max_error = 0;
+  uint64_t non_finite = 0;
+  std::vector<float> decoded_back;
+  std::vector<uint8_t> back;  // one chunk of the dequantized weight, reused
+  for (uint64_t r0 = 0; r0 < rows || (rows == 0 && r0 == 0); r0 += std::max<uint64_t>(step, 1)) {
+    if (rows == 0) break;
+    const uint64_t r1 = std::min(rows, r0 + step);
+    const uint64_t e0 = r0 * row, count = (r1 - r0) * row;
+    std::vector<int64_t> chunk_shape = g.dims;
+    if (!chunk_shape.empty()) chunk_shape[0] = static_cast<int64_t>(r1 - r0);
+    const ParamSlice ps = param_slice(g, r0, r1);
+    const Tensor scale = slice(result.scale, ps.first, ps.count, ps.shape);
+    std::optional<Tensor> zp;
+    if (with_zero_point) zp = slice(zero_point, ps.first, ps.count, ps.shape);
+    TensorView xv{weight.type, chunk_shape, x + e0 * weight_size, static_cast<size_t>(count * weight_size)};
+    const uint64_t code_offset = e0 * static_cast<uint64_t>(f.bits) / 8;
+    const size_t code_bytes = static_cast<size_t>(storage_bytes(f.element, count));
+    MutableTensorView yv{f.element, chunk_shape, result.codes.data.data() + code_offset, code_bytes};
+    const TensorView sv = scale.view();
+    const TensorView zv = zp ? zp->view() : TensorView{};
+    quantize_linear(qa, xv, sv, zp ? &zv : nullptr, yv, execution);
+    back.resize(static_cast<size_t>(count * weight_size));
+    const MutableTensorView back_view{weight.type, chunk_shape, back.data(), back.size()};
+    const TensorView codes_view{f.element, chunk_shape, yv.data, code_bytes};
+    dequantize_linear(da, codes_view, sv, zp ? &zv : nullptr, back_view, execution);
+    const float* original = decode(weight.type, x, e0, count, decoded);
+    const float* restored = decode(weight.type, back.data(), 0, count, decoded_back);
+    accumulate_error(original, restored, count, signal, noise, max_error, non_finite);
+    if (release) release(static_cast<size_t>((e0 + count) * weight_size));
+  }
+  // Sub-byte padding bits stay zero: make_tensor zero-fills and quantize_linear clears them.
+  if (with_zero_point && f.integer) result.zero_point = std::move(zero_point);
+  result.max_abs_error = max_error;
+  result.non_finite = non_finite;
+  result.sqnr_db = noise > 0 ? std::min(300.0, 10.0 * std::log10(signal / noise)) : 300.0;
+  if (noise > 0 && signal == 0) result.sqnr_db = -300.0;
+  return result;
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Models
+
+namespace {
+
+struct Use {
+  std::string op_type;
+  std::string label;  // "MatMul 'name'"
+  int input = 0;
+  const ::onnx::NodeProto* node = nullptr;
+};
+
+struct Candidate {
+  std::string name;
+  ::onnx::GraphProto* graph = nullptr;
+  ::onnx::TensorProto* tensor = nullptr;
+  ::onnx::NodeProto* constant = nullptr;  // the Constant node holding `tensor`, if any
+  std::vector<Use> uses;
+  bool graph_output = false;
+};
+
+struct Scope {
+  const Scope* outer = nullptr;
+  std::unordered_map<std::string, int> defs;  // -1: a name that is not a candidate
+
+  int lookup(const std::string& name) const {
+    for (const Scope* s = this; s != nullptr; s = s->outer) {
+      auto it = s->defs.find(name);
+      if (it != s->defs.end()) return it->second;
+    }
+    return -1;
+  }
+};
+
+bool is_default_domain(const std::string& domain) { return domain.empty() || domain == "ai.onnx"; }
+
+::onnx::AttributeProto* find_attribute(::onnx::NodeProto& node, const std::string& name) {
+  for (auto& a : *node.mutable_attribute()) {
+    if (a.name() == name) return &a;
+  }
+  return nullptr;
+}
+
+const ::onnx::AttributeProto* find_attribute(const ::onnx::NodeProto& node, const std::string& name) {
+  for (const auto& a : node.attribute()) {
+    if (a.name() == name) return &a;
+  }
+  return nullptr;
+}
+
+// Walks a graph and its subgraphs, resolving every node input by ONNX's scoping (a subgraph sees its
+// own names first, then its parents'), so that each use is attributed to the right definition.
+void collect(::onnx::GraphProto& graph, const Scope* outer, std::vector<Candidate>& candidates) {
+  Scope scope;
+  scope.outer = outer;
+  for (const auto& input : graph.input()) scope.defs[input.name()] = -1;
+  for (auto& tensor : *graph.mutable_initializer()) {
+    int id = -1;
+    if (is_weight_type(tensor.data_type())) {
+      id = static_cast<int>(candidates.size());
+      candidates.push_back(Candidate{tensor.name(), &graph, &tensor, nullptr, {}, false});
+    }
+    scope.defs[tensor.name()] = id;
+  }
+  for (auto& node : *graph.mutable_node()) {
+    int id = -1;
+    if (node.op_type() == "Constant" && is_default_domain(node.domain()) && node.output_size() == 1 &&
+        node.attribute_size() == 1) {
+      ::onnx::AttributeProto& a = *node.mutable_attribute(0);
+      if (a.name() == "value" && a.has_t() && is_weight_type(a.t().data_type()) && a.ref_attr_name().empty()) {
+        id = static_cast<int>(candidates.size());
+        candidates.push_back(Candidate{node.output(0), &graph, a.mutable_t(), &node, {}, false});
+      }
+    }
+    for (const auto& output : node.output()) {
+      if (!output.empty()) scope.defs[output] = id;
+    }
+  }
+  int index = 0;
+  for (auto& node : *graph.mutable_node()) {
+    const std::string label =
+        node.op_type() + (node.name().empty() ? " #" + std::to_string(index) : " '" + node.name() + "'");
+    for (int i = 0; i < node.input_size(); ++i) {
+      if (node.input(i).empty()) continue;
+      const int id = scope.lookup(node.input(i));
+      if (id >= 0) candidates[static_cast<size_t>(id)].uses.push_back(Use{node.op_type(), label, i, &node});
+    }
+    for (auto& attribute : *node.mutable_attribute()) {
+      if (attribute.has_g()) collect(*attribute.mutable_g(), &scope, candidates);
+      for (auto& sub : *attribute.mutable_graphs()) collect(sub, &scope, candidates);
+    }
+    ++index;
+  }
+  for (const auto& output : graph.output()) {
+    const int id = scope.lookup(output.name());
+    if (id >= 0) candidates[static_cast<size_t>(id)].graph_output = true;
+  }
+}
+
+// The axes a weight slot needs: the output-channel axis (per channel; -1 = none) and the reduction axis
+// (blocks; -1 = none).
+struct Layout {
+  int64_t channel = -1;
+  int64_t block = -1;
+  bool operator==(const Layout&) const = default;
+};
+
+int64_t int_attribute(const ::onnx::NodeProto& node, const std::string& name, int64_t fallback) {
+  const ::onnx::AttributeProto* a = find_attribute(node, name);
+  return a != nullptr && a->has_i() ? a->i() : fallback;
+}
+
+// The layout of a weight of `rank` at `use`, or std::nullopt with `why` set if the slot is not a weight.
+std::optional<Layout> layout_for(const Use& use, int64_t rank, std::string& why) {
+  const std::string& op = use.op_type;
+  const bool onnx_domain = is_default_domain(use.node->domain());
+  auto not_weight = [&](const std::string& slot) -> std::optional<Layout> {
+    why = "read by " + use.label + " as " + slot + ", not a weight input";
+    return std::nullopt;
+  };
+  if (!onnx_domain) return not_weight("input " + std::to_string(use.input) + " (domain '" + use.node->domain() + "')");
+  auto need_rank = [&](int64_t low, int64_t high) {
+    if (rank < low || rank > high) {
+      why = "rank " + std::to_string(rank) + " is not a weight shape for " + use.label;
+      return false;
+    }
+    return true;
+  };
+  if (op == "MatMul") {
+    if (use.input != 1) return not_weight("input A");
+    if (!need_rank(1, 64)) return std::nullopt;
+    if (rank == 1) return Layout{-1, 0};
+    return Layout{rank - 1, rank - 2};  // B [.., K, N]: channels N, blocks along K
+  }
+  if (op == "Gemm") {
+    if (use.input != 1) return not_weight(use.input == 0 ? "input A" : "input C");
+    if (!need_rank(2, 2)) return std::nullopt;
+    return int_attribute(*use.node, "transB", 0) != 0 ? Layout{0, 1} : Layout{1, 0};
+  }
+  if (op == "Conv") {
+    if (use.input != 1) return not_weight(use.input == 0 ? "input X" : "input B");
+    if (!need_rank(3, 64)) return std::nullopt;
+    return Layout{0, 1};  // W [M, C/group, k...]
+  }
+  if (op == "ConvTranspose") {
+    if (use.input != 1) return not_weight(use.input == 0 ? "input X" : "input B");
+    if (!need_rank(3, 64)) return std::nullopt;
+    return Layout{1, 0};  // W [C, M/group, k...]
+  }
+  if (op == "LSTM" || op == "GRU" || op == "RNN") {
+    if (use.input != 1 && use.input != 2) return not_weight("input " + std::to_string(use.input));
+    if (!need_rank(3, 3)) return std::nullopt;
+    return Layout{1, 2};  // W [dirs, gates·H, I], R [dirs, gates·H, H]
+  }
+  if (op == "Gather") {
+    if (use.input != 0) return not_weight("indices");
+    if (!need_rank(1, 64)) return std::nullopt;
+    int64_t axis = int_attribute(*use.node, "axis", 0);
+    if (axis < 0) axis += rank;
+    if (axis < 0 || axis >= rank) {
+      why = "Gather axis out of range at " + use.label;
+      return std::nullopt;
+    }
+    if (rank == 1) return Layout{-1, 0};
+    return Layout{axis, axis == rank - 1 ? rank - 2 : rank - 1};  // per row; blocks along a row
+  }
+  return not_weight("input " + std::to_string(use.input));
+}
+
+std::string layout_text(const Layout& layout, bool blocked) {
+  const int64_t axis = blocked ? layout.block : layout.channel;
+  return axis < 0 ? std::string("no axis") : (blocked ? "blocks along axis " : "channels on axis ") + std::to_string(axis);
+}
+
+// Names unique across the whole model (all graphs share one namespace for values).
+class NameSet {
+ public:
+  explicit NameSet(::onnx::ModelProto& model) {
+    for_each_graph(model, [&](::onnx::GraphProto& g) {
+      for (const auto& v : g.input()) names_.insert(v.name());
+      for (const auto& v : g.output()) names_.insert(v.name());
+      for (const auto& v : g.value_info()) names_.insert(v.name());
+      for (const auto& t : g.initializer()) names_.insert(t.name());
+      for (const auto& n : g.node()) {
+        for (const auto& s : n.input()) names_.insert(s);
+        for (const auto& s : n.output()) names_.insert(s);
+        if (!n.name().empty()) names_.insert(n.name());
+      }
+    });
+  }
+  std::string make(const std::string& base) {
+    std::string name = base;
+    for (int k = 1; names_.count(name) != 0; ++k) name = base + "_" + std::to_string(k);
+    names_.insert(name);
+    return name;
+  }
+
+ private:
+  std::unordered_set<std::string> names_;
+};
+
+int64_t default_opset(const ::onnx::ModelProto& model) {
+  for (const auto& opset : model.opset_import()) {
+    if (is_default_domain(opset.domain())) return opset.version();
+  }
+  return 0;
+}
+
+// The least IR version a model of this opset must declare (onnx.helper.VERSION_TABLE).
+int64_t ir_for_opset(int64_t opset) {
+  if (opset >= 25) return 13;
+  if (opset >= 24) return 12;
+  if (opset >= 23) return 11;
+  if (opset >= 21) return 10;
+  if (opset >= 19) return 9;
+  if (opset >= 15) return 8;
+  if (opset >= 12) return 7;
+  if (opset >= 11) return 6;
+  if (opset >= 10) return 5;
+  return 3;
+}
+
+struct Selected {
+  size_t candidate = 0;
+  WeightGranularity granularity;
+  std::string note;
+  uint64_t bytes_before = 0;
+  uint64_t bytes_after = 0;
+};
+
+struct Selection {
+  std::vector<Candidate> candidates;
+  std::vector<Selected> selected;
+  std::vector<SkippedTensorReport> skipped;
+  int64_t required_opset = 0;
+};
+
+bool matches_any(const std::vector<std::string>& patterns, const std::string& name) {
+  for (const auto& p : patterns) {
+    if (::fnmatch(p.c_str(), name.c_str(), 0) == 0) return true;
+  }
+  return false;
+}
+
+Selection select(::onnx::ModelProto& model, const QuantizeModelOptions& options, int64_t block_size,
+                 const std::string& what) {
+  Selection s;
+  const FormatInfo& f = info(options.format);
+  collect(*model.mutable_graph(), nullptr, s.candidates);
+  for (size_t k = 0; k < s.candidates.size(); ++k) {
+    const Candidate& c = s.candidates[k];
+    auto skip = [&](const std::string& reason) { s.skipped.push_back({c.name, reason}); };
+    if (c.graph_output) {
+      skip("is a graph output");
+      continue;
+    }
+    if (c.uses.empty()) {
+      skip("not read by any node");
+      continue;
+    }
+    const int64_t rank = c.tensor->dims_size();
+    std::string why;
+    std::vector<Layout> layouts;
+    for (const Use& use : c.uses) {
+      std::optional<Layout> layout = layout_for(use, rank, why);
+      if (!layout) break;
+      layouts.push_back(*layout);
+    }
+    if (layouts.size() != c.uses.size()) {
+      skip(why);
+      continue;
+    }
+    if (!options.op_types.empty()) {
+      std::string outside;
+      for (const Use& use : c.uses) {
+        if (std::find(options.op_types.begin(), options.op_types.end(), use.op_type) == options.op_types.end()) {
+          outside = use.label;
+          break;
+        }
+      }
+      if (!outside.empty()) {
+        skip("read by " + outside + ", not in --op-types");
+        continue;
+      }
+    }
+    if (!options.include.empty() && !matches_any(options.include, c.name)) {
+      skip("does not match --include");
+      continue;
+    }
+    if (matches_any(options.exclude, c.name)) {
+      skip("matches --exclude");
+      continue;
+    }
+    const std::string tensor_what = what + ": tensor '" + c.name + "'";
+    const std::vector<int64_t> dims(c.tensor->dims().begin(), c.tensor->dims().end());
+    for (int64_t d : dims) {
+      if (d < 0) fail(tensor_what, "negative dimension in " + shape_to_string(dims));
+    }
+    const uint64_t elements = element_count(dims);
+    if (elements == 0) {
+      skip("has no elements");
+      continue;
+    }
+    if (elements < static_cast<uint64_t>(std::max<int64_t>(options.min_elements, 0))) {
+      skip(std::to_string(elements) + " elements, below --min-elements " + std::to_string(options.min_elements));
+      continue;
+    }
+    Selected sel;
+    sel.candidate = k;
+    bool agree = true;
+    for (const Layout& l : layouts) agree = agree && l == layouts[0];
+    std::string conflict;
+    if (!agree) {
+      conflict = "consumers need different axes:";
+      for (size_t u = 0; u < layouts.size(); ++u) {
+        conflict += (u ? ", " : " ") + c.uses[u].label + " (" + layout_text(layouts[u], f.blocked) + ")";
+      }
+    }
+    if (f.blocked) {
+      if (!agree) {
+        skip(conflict);
+        continue;
+      }
+      if (layouts[0].block < 0) {
+        skip("has no reduction axis to block along");
+        continue;
+      }
+      sel.granularity = {WeightGranularity::Kind::kBlocked, layouts[0].block, block_size};
+    } else if (!agree) {
+      sel.granularity = {WeightGranularity::Kind::kPerTensor, 0, 0};
+      sel.note = conflict + "; quantized per tensor";
+    } else if (layouts[0].channel < 0) {
+      sel.granularity = {WeightGranularity::Kind::kPerTensor, 0, 0};
+      sel.note = "rank 1: no channel axis; quantized per tensor";
+    } else {
+      sel.granularity = {WeightGranularity::Kind::kPerChannel, layouts[0].channel, 0};
+    }
+    const auto weight_type = static_cast<DataType>(c.tensor->data_type());
+    sel.bytes_before = storage_bytes(weight_type, elements);
+    const Geometry g = geometry(dims, sel.granularity);
+    const DataType scale_type = f.mx ? DataType::kFloat8E8M0 : weight_type;
+    sel.bytes_after = storage_bytes(f.element, elements) + storage_bytes(scale_type, g.params) +
+                      (f.integer ? storage_bytes(f.element, g.params) : 0);
+    s.required_opset = std::max(s.required_opset, required_opset(options.format, sel.granularity, weight_type));
+    s.selected.push_back(std::move(sel));
+  }
+  return s;
+}
+
+void set_int_attribute(::onnx::NodeProto& node, const std::string& name, int64_t value) {
+  ::onnx::AttributeProto* a = node.add_attribute();
+  a->set_name(name);
+  a->set_type(::onnx::AttributeProto::INT);
+  a->set_i(value);
+}
+
+void fill_tensor(::onnx::TensorProto& proto, const std::string& name, const Tensor& tensor) {
+  proto.set_name(name);
+  proto.set_data_type(static_cast<int32_t>(tensor.type));
+  proto.clear_dims();
+  for (int64_t d : tensor.shape) proto.add_dims(d);
+  proto.set_raw_data(tensor.data.data(), tensor.data.size());
+}
+
+// JSON text of a string (RFC 8259 escapes) and of a double (shortest round trip; null if not finite).
+void json_string(std::string& out, std::string_view text) {
+  out += '"';
+  for (unsigned char ch : text) {
+    switch (ch) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\r': out += "\\r"; break;
+      case '\t': out += "\\t"; break;
+      default:
+        if (ch < 0x20) {
+          char buffer[8];
+          std::snprintf(buffer, sizeof buffer, "\\u%04x", ch);
+          out += buffer;
+        } else {
+          out += static_cast<char>(ch);
+        }
+    }
+  }
+  out += '"';
+}
+
+void json_number(std::string& out, double value) {
+  if (!std::isfinite(value)) {
+    out += "null";
+    return;
+  }
+  char buffer[64];
+  const auto result = std::to_chars(buffer, buffer + sizeof buffer, value);
+  std::string_view text(buffer, static_cast<size_t>(result.ptr - buffer));
+  out += text;
+  if (text.find_first_of(".eEn") == std::string_view::npos) out += ".0";
+}
+
+std::string human_bytes(uint64_t bytes) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double value = static_cast<double>(bytes);
+  int unit = 0;
+  while (value >= 1024 && unit < 4) {
+    value /= 1024;
+    ++unit;
+  }
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, unit == 0 ? "%.0f %s" : "%.1f %s", value, units[unit]);
+  return buffer;
+}
+
+}  // namespace
+
+std::string ModelReport::to_json() const {
+  std::string out = "{\"input\": ";
+  json_string(out, input);
+  out += ", \"output\": ";
+  json_string(out, output);
+  out += ", \"format\": ";
+  json_string(out, format);
+  out += ", \"opset\": {\"from\": " + std::to_string(opset_from) + ", \"to\": " + std::to_string(opset_to) + "}";
+  out += ", \"ir_version\": {\"from\": " + std::to_string(ir_version_from) + ", \"to\": " +
+         std::to_string(ir_version_to) + "}";
+  out += ", \"conversions\": [";
+  for (size_t k = 0; k < conversions.size(); ++k) {
+    if (k) out += ", ";
+    json_string(out, conversions[k]);
+  }
+  out += "], \"external_data\": ";
+  out += external_data ? "true" : "false";
+  out += ", \"tensors\": [";
+  for (size_t k = 0; k < tensors.size(); ++k) {
+    const QuantizedTensorReport& t = tensors[k];
+    if (k) out += ", ";
+    out += "{\"name\": ";
+    json_string(out, t.name);
+    out += ", \"shape\": [";
+    for (size_t d = 0; d < t.shape.size(); ++d) out += (d ? ", " : "") + std::to_string(t.shape[d]);
+    out += "], \"consumers\": [";
+    for (size_t c = 0; c < t.consumers.size(); ++c) {
+      if (c) out += ", ";
+      json_string(out, t.consumers[c]);
+    }
+    out += "], \"format\": ";
+    json_string(out, t.format);
+    out += ", \"granularity\": ";
+    json_string(out, t.granularity);
+    out += ", \"note\": ";
+    json_string(out, t.note);
+    out += ", \"weight_type\": ";
+    json_string(out, data_type_name(t.weight_type));
+    out += ", \"bytes_before\": " + std::to_string(t.bytes_before) + ", \"bytes_after\": " +
+           std::to_string(t.bytes_after) + ", \"sqnr_db\": ";
+    json_number(out, t.sqnr_db);
+    out += ", \"max_abs_error\": ";
+    json_number(out, t.max_abs_error);
+    out += ", \"non_finite\": " + std::to_string(t.non_finite) + "}";
+  }
+  out += "], \"skipped\": [";
+  for (size_t k = 0; k < skipped.size(); ++k) {
+    if (k) out += ", ";
+    out += "{\"name\": ";
+    json_string(out, skipped[k].name);
+    out += ", \"reason\": ";
+    json_string(out, skipped[k].reason);
+    out += "}";
+  }
+  out += "], \"totals\": {\"tensors_quantized\": " + std::to_string(tensors.size()) +
+         ", \"weight_bytes_before\": " + std::to_string(weight_bytes_before) +
+         ", \"weight_bytes_after\": " + std::to_string(weight_bytes_after) +
+         ", \"model_bytes_before\": " + std::to_string(model_bytes_before) +
+         ", \"model_bytes_after\": " + std::to_string(model_bytes_after) + ", \"seconds\": ";
+  json_number(out, seconds);
+  out += "}";
+  if (check_json) out += ", \"check\": " + *check_json;
+  out += "}";
+  return out;
+}
+
+std::string ModelReport::to_text() const {
+  std::string out = input + " -> " + output + " (" + format + ")\n";
+  out += "opset " + std::to_string(opset_from) + " -> " + std::to_string(opset_to) + ", IR version " +
+         std::to_string(ir_version_from) + " -> " + std::to_string(ir_version_to) + "\n";
+  for (const auto& c : conversions) out += "  converted: " + c + "\n";
+  out += "quantized " + std::to_string(tensors.size()) + " tensor" + (tensors.size() == 1 ? "" : "s") + ":\n";
+  for (const auto& t : tensors) {
+    char numbers[96];
+    std::snprintf(numbers, sizeof numbers, "SQNR %.1f dB, max |error| %.3g", t.sqnr_db, t.max_abs_error);
+    out += "  " + t.name + " " + shape_to_string(t.shape) + " " + data_type_name(t.weight_type) + " (";
+    for (size_t c = 0; c < t.consumers.size(); ++c) out += (c ? ", " : "") + t.consumers[c];
+    out += "): " + t.format + " " + t.granularity + ", " + human_bytes(t.bytes_before) + " -> " +
+           human_bytes(t.bytes_after) + ", " + numbers;
+    if (t.non_finite) out += ", " + std::to_string(t.non_finite) + " NaN/inf elements";
+    out += "\n";
+    if (!t.note.empty()) out += "    note: " + t.note + "\n";
+  }
+  if (!skipped.empty()) {
+    out += "skipped " + std::to_string(skipped.size()) + " float tensor" + (skipped.size() == 1 ? "" : "s") + ":\n";
+    for (const auto& s : skipped) out += "  " + s.name + ": " + s.reason + "\n";
+  }
+  char seconds_text[32];
+  std::snprintf(seconds_text, sizeof seconds_text, "%.2f s", seconds);
+  out += "weights " + human_bytes(weight_bytes_before) + " -> " + human_bytes(weight_bytes_after) + "; model " +
+         human_bytes(model_bytes_before) + " -> " + human_bytes(model_bytes_after) +
+         (external_data ? " (external data)" : "") + "; " + seconds_text + "\n";
+  if (check_json) out += "check: " + *check_json + "\n";
+  return out;
+}
+
+ModelReport quantize_model_file(const std::string& input, const std::string& output,
+                                const QuantizeModelOptions& options) {
+  const auto start = std::chrono::steady_clock::now();
+  const FormatInfo& f = info(options.format);
+  int64_t block_size = 32;
+  if (options.block_size) {
+    block_size = *options.block_size;
+    if (f.mx && block_size != 32) throw Error(std::string(f.name) + " uses blocks of 32 (OCP Microscaling); --block-size " + std::to_string(block_size) + " is not allowed");
+    if (!f.mx && !f.blocked) throw Error(std::string("--block-size applies to the blocked formats (int4, uint4, mxfp8, mxfp4), not ") + f.name);
+    if (block_size < 16 || block_size > 256) {
+      throw Error("--block-size " + std::to_string(block_size) + " is outside 16..256");
+    }
+  }
+  const bool symmetric = options.symmetric.value_or(!(options.format == WeightFormat::kUint8 || options.format == WeightFormat::kUint4));
+  if (!f.integer && !symmetric) throw Error(std::string(f.name) + " is symmetric only; --asymmetric applies to int8, uint8, int4, uint4");
+  if (options.min_elements < 0) throw Error("--min-elements must not be negative");
+
+  ModelSource source(input);
+  ::onnx::ModelProto& model = source.model();
+  ModelReport report;
+  report.input = input;
+  report.output = output;
+  report.format = f.name;
+  report.opset_from = default_opset(model);
+  report.ir_version_from = model.ir_version();
+  report.model_bytes_before = source.bytes_on_disk();
+
+  Selection selection = select(model, options, block_size, input);
+  int64_t target = report.opset_from;
+  if (!selection.selected.empty()) target = std::max(target, selection.required_opset);
+  if (target > report.opset_from) {
+    if (report.opset_from == 0) fail(input, "the model imports no ai.onnx opset");
+    try {
+      OpsetConversion conversion = convert_opset(model, target);
+      report.conversions = std::move(conversion.changes);
+    } catch (const Error& e) {
+      fail(input, std::string(f.name) + " needs opset " + std::to_string(target) + " (the model has " +
+                      std::to_string(report.opset_from) + "): " + e.what());
+    }
+    selection = select(model, options, block_size, input);  // the converter may have moved messages
+  }
+  report.opset_to = default_opset(model);
+  if (report.opset_to < target) fail(input, "the version converter did not raise the opset to " + std::to_string(target));
+  if (!selection.selected.empty() && model.ir_version() < ir_for_opset(report.opset_to)) {
+    model.set_ir_version(ir_for_opset(report.opset_to));
+  }
+  report.ir_version_to = model.ir_version();
+  report.skipped = selection.skipped;
+
+  uint64_t estimate = inline_model_bytes(model) + (uint64_t{1} << 20);
+  for (const Selected& sel : selection.selected) estimate = estimate - sel.bytes_before + sel.bytes_after;
+  // A model that keeps its weights in external data stays that way: it is usually large, and holding
+  // every quantized tensor in the message until the end would cost memory proportional to the model.
+  bool input_external = false;
+  for_each_tensor(model, [&](::onnx::TensorProto& t) { input_external = input_external || ModelSource::is_external(t); });
+  report.external_data = options.external_data || input_external || estimate > kProtobufLimit;
+  ModelWriter writer(output, report.external_data);
+
+  NameSet names(model);
+  std::map<::onnx::GraphProto*, std::vector<std::unique_ptr<::onnx::NodeProto>>> front_nodes;  // DQ per graph
+  std::set<std::pair<::onnx::GraphProto*, std::string>> drop_inputs;
+  const size_t total = selection.selected.size();
+  for (size_t k = 0; k < total; ++k) {
+    const Selected& sel = selection.selected[k];
+    Candidate& c = selection.candidates[sel.candidate];
+    if (options.progress) options.progress(k, total, c.name);
+    const std::string what = input + ": tensor '" + c.name + "'";
+    const auto weight_type = static_cast<DataType>(c.tensor->data_type());
+    const std::vector<int64_t> dims(c.tensor->dims().begin(), c.tensor->dims().end());
+    QuantizedWeight q;
+    {
+      TensorBytes bytes = source.tensor_bytes(*c.tensor, what);
+      const TensorView view{weight_type, dims, bytes.size() ? bytes.data() : reinterpret_cast<const uint8_t*>(""),
+                            bytes.size()};
+      try {
+        q = quantize_weight(view, options.format, sel.granularity, symmetric, report.opset_to, options.execution,
+                            [&bytes](size_t end) { bytes.release_until(end); });
+      } catch (const Error& e) {
+        fail(what, e.what());
+      }
+    }
+
+    // The weight's own TensorProto becomes the quantized tensor, so its other fields survive.
+    ::onnx::TensorProto* t = c.tensor;
+    if (c.constant != nullptr) {
+      ::onnx::AttributeProto* value = find_attribute(*c.constant, "value");
+      t = value->release_t();
+      c.constant->mutable_attribute()->DeleteSubrange(0, 1);
+      c.graph->mutable_initializer()->AddAllocated(t);
+    }
+    const std::string quantized_name = names.make(c.name + "_quantized");
+    t->set_name(quantized_name);
+    t->set_data_type(static_cast<int32_t>(q.codes.type));
+    t->clear_float_data();
+    t->clear_int32_data();
+    t->clear_raw_data();
+    t->clear_external_data();
+    t->clear_data_location();
+    if (writer.external_data() && q.codes.data.size() >= ModelWriter::kExternalThreshold) {
+      writer.write_external(*t, q.codes.data);
+    } else {
+      t->set_raw_data(q.codes.data.data(), q.codes.data.size());
+    }
+    std::vector<uint8_t>().swap(q.codes.data);
+    auto add_parameter = [&](const std::string& suffix, const Tensor& tensor) {
+      const std::string name = names.make(c.name + suffix);
+      ::onnx::TensorProto* p = c.graph->add_initializer();
+      fill_tensor(*p, name, tensor);
+      if (writer.external_data() && tensor.data.size() >= ModelWriter::kExternalThreshold) {
+        writer.write_external(*p, tensor.data);
+      }
+      return name;
+    };
+    const std::string scale_name = add_parameter("_scale", q.scale);
+    std::string zero_point_name;
+    if (q.zero_point) zero_point_name = add_parameter("_zero_point", *q.zero_point);
+
+    ::onnx::NodeProto* node = c.constant;
+    if (node == nullptr) {
+      auto owned = std::make_unique<::onnx::NodeProto>();
+      node = owned.get();
+      node->set_name(names.make(c.name + "_DequantizeLinear"));
+      node->add_output(c.name);
+      front_nodes[c.graph].push_back(std::move(owned));
+      drop_inputs.insert({c.graph, c.name});
+    }
+    node->set_op_type("DequantizeLinear");
+    node->clear_domain();
+    node->clear_input();
+    node->add_input(quantized_name);
+    node->add_input(scale_name);
+    if (!zero_point_name.empty()) node->add_input(zero_point_name);
+    if (sel.granularity.kind != WeightGranularity::Kind::kPerTensor) {
+      set_int_attribute(*node, "axis", sel.granularity.axis);
+    }
+    if (sel.granularity.kind == WeightGranularity::Kind::kBlocked) {
+      set_int_attribute(*node, "block_size", sel.granularity.block_size);
+    }
+    if (f.mx) set_int_attribute(*node, "output_dtype", static_cast<int64_t>(weight_type));
+
+    QuantizedTensorReport r;
+    r.name = c.name;
+    r.shape = dims;
+    for (const Use& use : c.uses) r.consumers.push_back(use.label);
+    r.format = f.name;
+    r.granularity = sel.granularity.to_string();
+    r.note = sel.note;
+    r.weight_type = weight_type;
+    r.bytes_before = sel.bytes_before;
+    r.bytes_after = sel.bytes_after;
+    r.sqnr_db = q.sqnr_db;
+    r.max_abs_error = q.max_abs_error;
+    r.non_finite = q.non_finite;
+    report.weight_bytes_before += r.bytes_before;
+    report.weight_bytes_after += r.bytes_after;
+    report.tensors.push_back(std::move(r));
+    if (options.progress) options.progress(k + 1, total, c.name);
+  }
+
+  // The new DequantizeLinear nodes of initializers go first in their graph: their inputs are all
+  // initializers, so that order is topological whatever the graph holds.
+  for (auto& [graph, nodes] : front_nodes) {
+    auto* list = graph->mutable_node();
+    const int old_count = list->size();
+    std::vector<::onnx::NodeProto*> old(static_cast<size_t>(old_count));
+    list->ExtractSubrange(0, old_count, old.data());
+    for (auto& node : nodes) list->AddAllocated(node.release());
+    for (auto* node : old) list->AddAllocated(node);
+  }
+  // A weight listed as a graph input too (IR < 4) would now be both an input and a node output.
+  for (const auto& [graph, name] : drop_inputs) {
+    auto* inputs = graph->mutable_input();
+    for (int i = inputs->size() - 1; i >= 0; --i) {
+      if (inputs->Get(i).name() == name) inputs->DeleteSubrange(i, 1);
+    }
+  }
+
+  writer.finish(model, &source);
+  if (options.before_commit) options.before_commit(writer.staged_model_path());
+  writer.commit();
+  report.model_bytes_after = writer.bytes_written();
+  report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return report;
+}
+
+}  // namespace qdq::onnx
