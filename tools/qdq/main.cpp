@@ -68,8 +68,8 @@ int run_main(int argc, char** argv) {
   const std::vector<Command> commands = {
       register_run(app, globals),
       register_test(app, globals),
-      register_convert(app, globals),
       register_quantize(app, globals),
+      register_convert(app, globals),
 #if defined(QDQ_CLI_HAVE_BENCH)
       register_bench(app, globals),
 #endif
