@@ -103,10 +103,16 @@ void require_not_null(const void* pointer, const char* name) {
   if (pointer == nullptr) invalid(std::string(name) + " is NULL");
 }
 
+// Whether the bytes of a caller's struct beyond this library's version of it are read as fields that
+// must be unset (an input), or are left alone (an output that qdq fills in).
+enum class Direction { kInput, kOutput };
+
 // A copy of a caller's versioned struct. Fields a newer header added beyond what this library knows
-// must be zero (unset); an older, shorter struct is not yet possible, every field being version 1.
+// must be zero (unset) in an input; an older, shorter struct is not yet possible, every field being
+// version 1.
 template <class Struct>
-Struct read_struct(const Struct* caller, const char* name, const char* type_name) {
+Struct read_struct(const Struct* caller, const char* name, const char* type_name,
+                   Direction direction = Direction::kInput) {
   require_not_null(caller, name);
   const size_t size = caller->struct_size;
   if (size < sizeof(Struct) || size > kMaxStructSize) {
@@ -114,7 +120,7 @@ Struct read_struct(const Struct* caller, const char* name, const char* type_name
             ") = " + std::to_string(sizeof(Struct)) + " (" + type_name + "_init sets it)");
   }
   const auto* bytes = reinterpret_cast<const unsigned char*>(caller);
-  for (size_t i = sizeof(Struct); i < size; ++i) {
+  for (size_t i = sizeof(Struct); direction == Direction::kInput && i < size; ++i) {
     if (bytes[i] != 0) {
       invalid(std::string(name) + " sets fields that this version of qdq (" + std::string(qdq::version()) +
               ") does not know: byte " + std::to_string(i) + " of its " + std::to_string(size) + " is not zero");
@@ -230,7 +236,7 @@ qdq::ExecutionOptions execution_options(const qdq_execution_options* caller) {
 }
 
 void write_spec(const qdq::TensorSpec& spec, qdq_tensor_spec* out) {
-  qdq_tensor_spec result = read_struct(out, "spec", "qdq_tensor_spec");
+  qdq_tensor_spec result = read_struct(out, "spec", "qdq_tensor_spec", Direction::kOutput);
   result.type = static_cast<int32_t>(spec.type);
   result.element_count = qdq::element_count(spec.shape);
   result.size_bytes = spec.size_bytes;
@@ -327,7 +333,7 @@ qdq_status qdq_quantize_linear_output(const qdq_quantize_linear_attributes* attr
     const qdq::TensorView x_view = view_of(x, "x");
     const qdq::TensorView scale_view = view_of(y_scale, "y_scale");
     const qdq::TensorView zero_point_view = y_zero_point ? view_of(y_zero_point, "y_zero_point") : qdq::TensorView{};
-    read_struct(spec, "spec", "qdq_tensor_spec");
+    read_struct(spec, "spec", "qdq_tensor_spec", Direction::kOutput);
     write_spec(qdq::quantize_linear_output(a, x_view, scale_view, y_zero_point ? &zero_point_view : nullptr), spec);
   });
 }
@@ -354,7 +360,7 @@ qdq_status qdq_dequantize_linear_output(const qdq_dequantize_linear_attributes* 
     const qdq::TensorView x_view = view_of(x, "x");
     const qdq::TensorView scale_view = view_of(x_scale, "x_scale");
     const qdq::TensorView zero_point_view = x_zero_point ? view_of(x_zero_point, "x_zero_point") : qdq::TensorView{};
-    read_struct(spec, "spec", "qdq_tensor_spec");
+    read_struct(spec, "spec", "qdq_tensor_spec", Direction::kOutput);
     write_spec(qdq::dequantize_linear_output(a, x_view, scale_view, x_zero_point ? &zero_point_view : nullptr), spec);
   });
 }

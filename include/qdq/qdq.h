@@ -11,10 +11,11 @@
  *    (tensor buffer, size query result, scale, zero point) and qdq_last_error_message() names the
  *    problem. No C++ exception ever crosses this interface and no bad argument aborts the process.
  *  - Element types are ONNX's TensorProto.DataType numbers (::qdq_data_type).
- *  - The attribute and option structs begin with `struct_size`, which the caller sets to
+ *  - The attribute, option and spec structs begin with `struct_size`, which the caller sets to
  *    `sizeof(the struct)` as its own header declares it: fields added in later versions go at the
- *    end, so a library newer than the caller's header treats the missing fields as unset. Set the
- *    structs up with the qdq_*_init() functions, which also set `struct_size`.
+ *    end, so a library newer than the caller's header treats the missing fields as unset, and an
+ *    older library rejects a newer field that is set (nonzero). Set the structs up with the
+ *    qdq_*_init() functions, which also set `struct_size`.
  *  - Every function is thread-safe; calls on different threads run independently.
  */
 #ifndef QDQ_QDQ_H_
@@ -115,7 +116,8 @@ typedef struct qdq_mutable_tensor {
 
 /** What an operator will produce. Its shape is always the shape of the input `x`. */
 typedef struct qdq_tensor_spec {
-  size_t struct_size;     /**< Set by the caller: sizeof(qdq_tensor_spec). */
+  size_t struct_size;     /**< Set by the caller: sizeof(qdq_tensor_spec). qdq fills in the fields
+                               it knows and leaves any later ones alone. */
   int32_t type;           /**< Element type of the output, a ::qdq_data_type number. */
   uint64_t element_count; /**< Elements of the output (those of `x`). */
   uint64_t size_bytes;    /**< Bytes the caller allocates for the output. */

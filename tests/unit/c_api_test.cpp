@@ -149,6 +149,40 @@ TEST(CApi, ErrorsCarryTheCppMessage) {
   EXPECT_EQ(last_error(), "");
 }
 
+// A caller compiled against a newer qdq.h, whose structs have grown, runs with this library.
+TEST(CApi, NewerStructs) {
+  const std::vector<int64_t> shape = {2};
+  const float x[2] = {1.5f, -2.5f};
+  const float scale = 1.0f;
+  struct NewerAttributes {
+    qdq_quantize_linear_attributes known;
+    int64_t newer_field;
+  } attributes;
+  std::memset(&attributes, 0, sizeof attributes);
+  qdq_quantize_linear_attributes_init(&attributes.known);
+  attributes.known.struct_size = sizeof attributes;
+  struct NewerSpec {
+    qdq_tensor_spec known;
+    uint64_t newer_field;
+  } spec;
+  std::memset(&spec, 0, sizeof spec);
+  spec.known.struct_size = sizeof spec;
+  spec.newer_field = 12345;  // an output field qdq does not know: left alone
+  const qdq_tensor c_x = c_view(DataType::kFloat, shape, x, 8);
+  const qdq_tensor c_scale = c_view(DataType::kFloat, {}, &scale, 4);
+  ASSERT_EQ(qdq_quantize_linear_output(&attributes.known, &c_x, &c_scale, nullptr, &spec.known), QDQ_OK)
+      << last_error();
+  EXPECT_EQ(spec.known.type, QDQ_TYPE_UINT8);
+  EXPECT_EQ(spec.known.size_bytes, 2u);
+  EXPECT_EQ(spec.newer_field, 12345u);
+  attributes.newer_field = 1;  // an input field qdq does not know, set: refused, not ignored
+  spec.known.size_bytes = 99;
+  EXPECT_EQ(qdq_quantize_linear_output(&attributes.known, &c_x, &c_scale, nullptr, &spec.known),
+            QDQ_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(last_error().find("attributes sets fields that this version of qdq"), std::string::npos) << last_error();
+  EXPECT_EQ(spec.known.size_bytes, 99u);
+}
+
 TEST(CApi, ErrorMessagesArePerThread) {
   qdq_quantize_linear_attributes attributes;
   qdq_quantize_linear_attributes_init(&attributes);
