@@ -2,8 +2,6 @@
 // same checks, statuses and messages at the boundary, per-thread error messages, and the caller's
 // parallel-for hook on real threads (also under TSan). The C program tests/consumer/round_trip_c.c
 // covers the error paths from C; this file covers what needs C++ to compare against or to run.
-#include "qdq/qdq.h"
-
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -13,6 +11,7 @@
 #include <thread>
 #include <vector>
 
+#include "qdq/qdq.h"
 #include "qdq/qdq.hpp"
 
 namespace {
@@ -124,8 +123,8 @@ TEST(CApi, ErrorsCarryTheCppMessage) {
   qdq::QuantizeLinearAttributes cpp_attributes;
   std::string cpp_message;
   try {
-    qdq::quantize_linear_output(cpp_attributes, {DataType::kFloat, shape, x, 16}, {DataType::kInt8, {}, &int8_scale, 1},
-                                nullptr);
+    qdq::quantize_linear_output(cpp_attributes, {DataType::kFloat, shape, x, 16},
+                                {DataType::kInt8, {}, &int8_scale, 1}, nullptr);
   } catch (const qdq::Error& e) {
     cpp_message = e.what();
   }
@@ -136,7 +135,8 @@ TEST(CApi, ErrorsCarryTheCppMessage) {
   const qdq_tensor c_x = c_view(DataType::kFloat, shape, x, 16);
   const qdq_tensor c_scale = c_view(DataType::kInt8, {}, &int8_scale, 1);
   qdq_tensor_spec spec{sizeof(qdq_tensor_spec), 77, 77, 77};
-  EXPECT_EQ(qdq_quantize_linear_output(&attributes, &c_x, &c_scale, nullptr, &spec), QDQ_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(qdq_quantize_linear_output(&attributes, &c_x, &c_scale, nullptr, &spec),
+            QDQ_ERROR_INVALID_ARGUMENT);
   EXPECT_EQ(last_error(), "qdq_quantize_linear_output: " + cpp_message);
   EXPECT_EQ(spec.type, 77);
   EXPECT_EQ(spec.element_count, 77u);
@@ -179,14 +179,16 @@ TEST(CApi, NewerStructs) {
   spec.known.size_bytes = 99;
   EXPECT_EQ(qdq_quantize_linear_output(&attributes.known, &c_x, &c_scale, nullptr, &spec.known),
             QDQ_ERROR_INVALID_ARGUMENT);
-  EXPECT_NE(last_error().find("attributes sets fields that this version of qdq"), std::string::npos) << last_error();
+  EXPECT_NE(last_error().find("attributes sets fields that this version of qdq"), std::string::npos)
+      << last_error();
   EXPECT_EQ(spec.known.size_bytes, 99u);
 }
 
 TEST(CApi, ErrorMessagesArePerThread) {
   qdq_quantize_linear_attributes attributes;
   qdq_quantize_linear_attributes_init(&attributes);
-  EXPECT_EQ(qdq_quantize_linear(&attributes, nullptr, nullptr, nullptr, nullptr, nullptr), QDQ_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(qdq_quantize_linear(&attributes, nullptr, nullptr, nullptr, nullptr, nullptr),
+            QDQ_ERROR_INVALID_ARGUMENT);
   const std::string here = last_error();
   EXPECT_EQ(here, "qdq_quantize_linear: x is NULL");
   std::string there;
@@ -242,13 +244,15 @@ TEST(CApi, ParallelForHookGivesTheSameBytes) {
   qdq_execution_options_init(&options);
   options.num_threads = 1;
   const qdq_mutable_tensor c_single = c_output(DataType::kUint8, shape, single.data(), single.size());
-  ASSERT_EQ(qdq_quantize_linear(&attributes, &c_x, &c_scale, &c_zp, &c_single, &options), QDQ_OK) << last_error();
+  ASSERT_EQ(qdq_quantize_linear(&attributes, &c_x, &c_scale, &c_zp, &c_single, &options), QDQ_OK)
+      << last_error();
 
   PoolHook hook;
   options.parallel_for = &PoolHook::run;
   options.parallel_for_user_data = &hook;
   const qdq_mutable_tensor c_hooked = c_output(DataType::kUint8, shape, hooked.data(), hooked.size());
-  ASSERT_EQ(qdq_quantize_linear(&attributes, &c_x, &c_scale, &c_zp, &c_hooked, &options), QDQ_OK) << last_error();
+  ASSERT_EQ(qdq_quantize_linear(&attributes, &c_x, &c_scale, &c_zp, &c_hooked, &options), QDQ_OK)
+      << last_error();
   EXPECT_EQ(hook.calls.load(), 1);
   EXPECT_GE(hook.tasks_run.load(), 2u);
   EXPECT_EQ(single, hooked);
@@ -275,8 +279,9 @@ TEST(CApi, ParallelForHookGivesTheSameBytes) {
   EXPECT_EQ(zp_single, zp_hooked);
   EXPECT_EQ(single, hooked);
   EXPECT_EQ(hook.calls.load(), 4);  // two passes
-  const qdq::DynamicQuantizationParameters cpp = qdq::dynamic_quantize_linear(
-      {DataType::kFloat, shape, x.data(), x.size() * 4}, {DataType::kUint8, shape, hooked.data(), hooked.size()});
+  const qdq::DynamicQuantizationParameters cpp =
+      qdq::dynamic_quantize_linear({DataType::kFloat, shape, x.data(), x.size() * 4},
+                                   {DataType::kUint8, shape, hooked.data(), hooked.size()});
   EXPECT_EQ(cpp.y_scale, scale_single);
   EXPECT_EQ(cpp.y_zero_point, zp_single);
 }
@@ -302,8 +307,9 @@ TEST(CApi, BrokenHooksAreReported) {
   qdq_execution_options_init(&options);
   options.parallel_for = &no_tasks;
   EXPECT_EQ(qdq_quantize_linear(&attributes, &c_x, &c_scale, nullptr, &c_y, &options), QDQ_ERROR_INTERNAL);
-  EXPECT_EQ(last_error(), "qdq_quantize_linear: the parallel_for hook returned after running 0 of 4 tasks; it must "
-                          "run every task once before returning");
+  EXPECT_EQ(last_error(),
+            "qdq_quantize_linear: the parallel_for hook returned after running 0 of 4 tasks; it must "
+            "run every task once before returning");
   options.parallel_for = &first_task_twice;
   EXPECT_EQ(qdq_quantize_linear(&attributes, &c_x, &c_scale, nullptr, &c_y, &options), QDQ_ERROR_INTERNAL);
   EXPECT_NE(last_error().find("running 5 of 4 tasks"), std::string::npos) << last_error();
@@ -322,13 +328,15 @@ TEST(CApi, ExecutionOptionsAreChecked) {
   qdq_execution_options options;
   qdq_execution_options_init(&options);
   options.struct_size = 1 << 20;  // garbage, not a size: rejected without reading that far
-  EXPECT_EQ(qdq_quantize_linear(&attributes, &c_x, &c_scale, nullptr, &c_y, &options), QDQ_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(qdq_quantize_linear(&attributes, &c_x, &c_scale, nullptr, &c_y, &options),
+            QDQ_ERROR_INVALID_ARGUMENT);
   EXPECT_NE(last_error().find("options->struct_size is 1048576"), std::string::npos) << last_error();
   EXPECT_EQ(y[0], 7);
   qdq_execution_options_init(&options);
   options.force_scalar = 1;
   options.num_threads = 3;
-  EXPECT_EQ(qdq_quantize_linear(&attributes, &c_x, &c_scale, nullptr, &c_y, &options), QDQ_OK) << last_error();
+  EXPECT_EQ(qdq_quantize_linear(&attributes, &c_x, &c_scale, nullptr, &c_y, &options), QDQ_OK)
+      << last_error();
   EXPECT_EQ(y[0], 1);
   EXPECT_EQ(y[1], 2);
 }
