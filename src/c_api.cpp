@@ -273,7 +273,9 @@ void qdq_execution_options_init(qdq_execution_options* options) {
 
 const char* qdq_last_error_message(void) { return t_message; }
 
-const char* qdq_status_name(qdq_status status) {
+// An int32_t, not qdq_status: a C caller may pass any number, which in C++ would be outside the
+// enum's range (undefined behaviour).
+const char* qdq_status_name(int32_t status) {
   switch (status) {
     case QDQ_OK:
       return "QDQ_OK";

@@ -206,7 +206,7 @@ QDQ_C_API const char* qdq_last_error_message(void);
 
 /** The name of a status ("QDQ_ERROR_INVALID_ARGUMENT"); "unknown qdq_status" for other values.
     A static string; thread-safe. */
-QDQ_C_API const char* qdq_status_name(qdq_status status);
+QDQ_C_API const char* qdq_status_name(int32_t status);
 
 /** The library's version, "MAJOR.MINOR.PATCH": a static string. Thread-safe. */
 QDQ_C_API const char* qdq_version(void);
