@@ -2,7 +2,7 @@
 # is on (the default when qdq is the top-level project).
 #
 # What `cmake --install <build> --prefix <prefix>` produces (paths from GNUInstallDirs):
-#   <includedir>/qdq/*.hpp                   public headers
+#   <includedir>/qdq/*.hpp, qdq.h            public headers (C++, and the C API's qdq.h)
 #   <libdir>/libqdq.a                        static library (default), or
 #   <libdir>/libqdq.so.<version> + symlinks  shared library (-DBUILD_SHARED_LIBS=ON)
 #   <bindir>/qdq                             the command-line tool, when it is built
@@ -31,7 +31,7 @@ mark_as_advanced(QDQ_INSTALL_CMAKEDIR QDQ_INSTALL_PKGCONFIGDIR)
 install(DIRECTORY "${PROJECT_SOURCE_DIR}/include/qdq"
         DESTINATION "${CMAKE_INSTALL_INCLUDEDIR}"
         COMPONENT qdq_development
-        FILES_MATCHING PATTERN "*.hpp")
+        FILES_MATCHING PATTERN "*.hpp" PATTERN "*.h")
 
 # --- Link dependencies ---------------------------------------------------------------------------
 # A static libqdq carries its private link libraries into qdq::qdq's interface ($<LINK_ONLY:...>), so
@@ -184,13 +184,24 @@ foreach(_dir LIBDIR INCLUDEDIR)
   endif()
 endforeach()
 # A static libqdq needs the thread library on the consumer's link line; a shared one brings it along.
+# So does the C++ runtime that libqdq was compiled against (libstdc++ and libm with GCC): a C++
+# compiler driver links it anyway, a C program using qdq.h through `cc ... $(pkg-config --libs qdq)`
+# does not.
 if(BUILD_SHARED_LIBS)
   set(QDQ_PC_CFLAGS_EXTRA " -DQDQ_SHARED")
   set(QDQ_PC_LIBS_EXTRA "")
   set(QDQ_PC_LIBS_PRIVATE "Libs.private: -pthread")
 else()
+  set(_qdq_cxx_runtime ${CMAKE_CXX_IMPLICIT_LINK_LIBRARIES})
+  list(FILTER _qdq_cxx_runtime INCLUDE REGEX "^(stdc\\+\\+|c\\+\\+|c\\+\\+abi|m)$")
+  list(REMOVE_DUPLICATES _qdq_cxx_runtime)
+  list(TRANSFORM _qdq_cxx_runtime PREPEND "-l")
+  string(REPLACE ";" " " _qdq_cxx_runtime "${_qdq_cxx_runtime}")
   set(QDQ_PC_CFLAGS_EXTRA "")
   set(QDQ_PC_LIBS_EXTRA " -pthread")
+  if(_qdq_cxx_runtime)
+    string(APPEND QDQ_PC_LIBS_EXTRA " ${_qdq_cxx_runtime}")
+  endif()
   set(QDQ_PC_LIBS_PRIVATE "")
 endif()
 # A static libqdq's dependencies are public requirements: plain `pkg-config --libs qdq` must list them.

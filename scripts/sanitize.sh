@@ -52,7 +52,8 @@ if [[ $steps == *asan* || $steps == *fuzz* ]]; then
   fi
   step "ASan + UBSan build with the fuzzers (build/asan, clang)"
   # clang: GCC's UBSan instrumentation makes the SIMD kernels' translation units take minutes each.
-  cmake -S . -B build/asan "${common[@]}" -DQDQ_SANITIZE=address -DCMAKE_CXX_COMPILER=clang++ -DQDQ_BUILD_FUZZERS=ON > /dev/null
+  # The C compiler too: the C API's test programs (tests/) link with clang++'s sanitizer runtime.
+  cmake -S . -B build/asan "${common[@]}" -DQDQ_SANITIZE=address -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_C_COMPILER=clang -DQDQ_BUILD_FUZZERS=ON > /dev/null
   if [[ $steps == *asan* ]]; then
     # Everything the remaining tests need (consumer tests build their own projects; not run here).
     cmake --build build/asan -j "$jobs"
