@@ -97,6 +97,7 @@ class ThreadPool {
     tasks_.store(tasks, std::memory_order_release);
     // Published last: a worker that sees the new job word sees the job's fields too. The word carries
     // the number of participants, so a worker decides from one snapshot whether it joins.
+    parked_.store(false, std::memory_order_relaxed);
     job_.store(generation << 32 | static_cast<uint64_t>(helpers), std::memory_order_seq_cst);
     const bool woke = sleepers_.load(std::memory_order_seq_cst) > 0;
     if (woke) {
@@ -140,11 +141,15 @@ class ThreadPool {
   void learn(uint32_t tasks, uint32_t own, bool woke, Clock::time_point start, Clock::time_point published,
              Clock::time_point own_done, Clock::time_point end) {
     const auto elapsed = end - start;
-    if (own == tasks) {
-      // Nobody helped. A worker that had to be woken had a reason to be late, so only the wake-up
-      // counts; one that was awake and still missed every task was not given a core, and taking
-      // half the call as the cost of its polling makes a run of such calls end the probing.
-      balance_ -= woke ? published - start : elapsed / 2;
+    const bool late_wake = own == tasks && woke;
+    if (late_wake) {
+      // Nobody helped, but the worker had to be woken: only the wake-up counts, and it will be
+      // awake for the next call.
+      balance_ -= published - start;
+    } else if (own == tasks) {
+      // The worker was awake and still missed every task: it was not given a core. Taking half
+      // the call as the cost of its polling makes a run of such calls end the probing.
+      balance_ -= elapsed / 2;
     } else if (own > 0) {
       // Against the caller's pace in this call, which a busy machine slows in both modes.
       const auto alone = std::chrono::duration_cast<Clock::duration>(
@@ -159,6 +164,8 @@ class ThreadPool {
       serial_until_ = end + penalty;
       balance_ = Clock::duration::zero();
       if (strikes_ < kMaxStrikes) ++strikes_;
+      // Polling workers would take the caller's share of a busy machine while it runs alone.
+      if (!late_wake) parked_.store(true, std::memory_order_relaxed);
     }
   }
 
@@ -181,8 +188,11 @@ class ThreadPool {
       const auto idle = [&] { return !stop_.load(std::memory_order_acquire) && job_.load(std::memory_order_seq_cst) == seen; };
       // Back-to-back calls (an engine running one operator after another, a benchmark) find the
       // worker awake: a futex wake-up costs tens of microseconds in a VM, as much as a whole
-      // in-cache call. Yielding while it waits leaves the core to whoever else needs it.
-      if (!poll_while(idle, kIdleSpin, kIdleYield)) {
+      // in-cache call. Yielding while it waits leaves the core to whoever else needs it, and a
+      // caller that has gone on alone (learn()) parks the workers at once.
+      const auto polling = [&] { return idle() && !parked_.load(std::memory_order_relaxed); };
+      poll_while(polling, kIdleSpin, kIdleYield);
+      if (idle()) {
         std::unique_lock<std::mutex> lock(mutex_);
         sleepers_.fetch_add(1, std::memory_order_seq_cst);
         wake_.wait(lock, [&] { return !idle(); });
@@ -245,6 +255,7 @@ class ThreadPool {
   std::atomic<uint32_t> helped_{0};  // tasks the workers have finished in the current job
   std::atomic<int> sleepers_{0};
   std::atomic<bool> caller_waiting_{false};
+  std::atomic<bool> parked_{false};  // set while the caller runs alone: workers sleep, not poll
   std::atomic<bool> stop_{false};
 };
 
