@@ -3,7 +3,8 @@
 // then waits only for tasks already running: a worker that is descheduled before it claims anything
 // (the machine is busy) costs nothing, and one descheduled while it holds a task delays that task
 // alone. A call that finds the pool busy (another thread's call, or a nested one) runs its tasks on
-// its own thread instead of waiting.
+// its own thread instead of waiting, and so do calls for a while after helpers have cost the caller
+// more time than they saved (ThreadPool::learn): on a busy machine one thread beats two.
 #include "parallel.hpp"
 
 #include <algorithm>
