@@ -352,6 +352,77 @@ double median_seconds(const std::function<void()>& fn, int repeats) {
   return samples[samples.size() / 2];
 }
 
+struct PairedMeans {
+  double a = 0;  // mean seconds of one call of a
+  double b = 0;  // and of b
+};
+
+/// Mean seconds of one call of `a` and of `b`, timed in alternating samples of about a millisecond
+/// each (at least one call), in random order and of random length (so that they cannot lock onto
+/// the scheduler's time slices), for at least 5 samples and half a second of each. On a shared
+/// machine the load changes from one millisecond to the next; means, unlike medians, keep the
+/// stalls that a loaded machine causes, which are what a comparison of thread counts is about.
+/// Those stalls are rare and long, so the means need many samples to settle.
+PairedMeans mean_seconds_interleaved(const std::function<void()>& a, const std::function<void()>& b) {
+  const auto calls_for = [](const std::function<void()>& fn) {
+    int64_t calls = 1;
+    for (;;) {
+      const auto t0 = Clock::now();
+      for (int64_t i = 0; i < calls; ++i) fn();
+      if (Clock::now() - t0 >= std::chrono::microseconds(500) || calls >= (int64_t{1} << 20)) return calls;
+      calls *= 2;
+    }
+  };
+  const int64_t calls_a = calls_for(a);
+  const int64_t calls_b = calls_for(b);
+  std::mt19937 rng(7);
+  double seconds_a = 0, seconds_b = 0;
+  int64_t total_a = 0, total_b = 0;
+  const auto sample = [&](const std::function<void()>& fn, int64_t calls, double* seconds, int64_t* total) {
+    calls = calls * static_cast<int64_t>(1 + rng() % 4);
+    const auto t0 = Clock::now();
+    for (int64_t i = 0; i < calls; ++i) fn();
+    *seconds += std::chrono::duration<double>(Clock::now() - t0).count();
+    *total += calls;
+  };
+  for (int r = 0; r < 5 || seconds_a < 0.5 || seconds_b < 0.5; ++r) {
+    if (rng() % 2) {
+      sample(a, calls_a, &seconds_a, &total_a);
+      sample(b, calls_b, &seconds_b, &total_b);
+    } else {
+      sample(b, calls_b, &seconds_b, &total_b);
+      sample(a, calls_a, &seconds_a, &total_a);
+    }
+  }
+  return {seconds_a / static_cast<double>(total_a), seconds_b / static_cast<double>(total_b)};
+}
+
+/// `threads` threads that keep a core busy each (arithmetic, no memory traffic) until destroyed:
+/// the other work of a loaded machine, for `qdq bench --load`.
+class BusyLoad {
+ public:
+  explicit BusyLoad(int threads) {
+    for (int i = 0; i < threads; ++i) {
+      threads_.emplace_back([this] {
+        double x = 1.0;
+        while (!stop_.load(std::memory_order_relaxed)) {
+          for (int k = 0; k < 1000; ++k) x = x * 0.999999 + 1e-6;
+        }
+        sink_.store(x, std::memory_order_relaxed);
+      });
+    }
+  }
+  ~BusyLoad() {
+    stop_.store(true);
+    for (std::thread& t : threads_) t.join();
+  }
+
+ private:
+  std::atomic<bool> stop_{false};
+  std::atomic<double> sink_{0};
+  std::vector<std::thread> threads_;
+};
+
 std::string fixed(double v, int digits) {
   char buffer[64];
   std::snprintf(buffer, sizeof buffer, "%.*f", digits, v);
@@ -383,6 +454,7 @@ std::unique_ptr<PreparedCase> prepare_case(const CaseInfo& info, int64_t element
 std::vector<BenchResult> run_benchmarks(const BenchOptions& options, const std::function<void(const BenchResult&)>& progress) {
   std::vector<BenchResult> results;
   const int threads = options.threads > 0 ? options.threads : default_num_threads();
+  const BusyLoad load(options.load);
   for (const CaseInfo& info : all_cases()) {
     if (!options.filter.empty() && info.name.find(options.filter) == std::string::npos) continue;
     int64_t elements = 0;
@@ -400,7 +472,16 @@ std::vector<BenchResult> run_benchmarks(const BenchOptions& options, const std::
       exec.num_threads = options.threads;
       exec.force_scalar = scalar;
       const double stream_before = median_seconds([&] { c->stream(); }, options.repeats);
-      const double seconds = median_seconds([&] { c->run(exec); }, options.repeats);
+      double seconds = 0;
+      PairedMeans paired;
+      if (options.compare_one_thread) {
+        ExecutionOptions one = exec;
+        one.num_threads = 1;
+        paired = mean_seconds_interleaved([&] { c->run(exec); }, [&] { c->run(one); });
+        seconds = paired.a;
+      } else {
+        seconds = median_seconds([&] { c->run(exec); }, options.repeats);
+      }
       const double stream_after = median_seconds([&] { c->stream(); }, options.repeats);
       const double stream_seconds = (stream_before + stream_after) / 2;
       const double bytes = static_cast<double>(c->bytes_in() + c->bytes_out());
@@ -419,6 +500,11 @@ std::vector<BenchResult> run_benchmarks(const BenchOptions& options, const std::
       r.gbps = bytes / seconds / 1e9;
       r.stream_gbps = bytes / stream_seconds / 1e9;
       r.ratio = r.gbps / r.stream_gbps;
+      r.load = options.load;
+      if (options.compare_one_thread) {
+        r.one_thread_gelem_per_s = static_cast<double>(elements) / paired.b / 1e9;
+        r.vs_one_thread = paired.b / paired.a;
+      }
       if (progress) progress(r);
       results.push_back(r);
     }
@@ -435,28 +521,41 @@ std::string to_json(const std::vector<BenchResult>& results) {
            ", \"block_size\": " + std::to_string(r.block_size) + ", \"elements\": " + std::to_string(r.elements) +
            ", \"threads\": " + std::to_string(r.threads) + ", \"kernel\": " + json_string(r.kernel) +
            ", \"seconds\": " + fixed(r.seconds, 9) + ", \"gelem_per_s\": " + fixed(r.gelem_per_s, 4) +
-           ", \"gbps\": " + fixed(r.gbps, 3) + ", \"stream_gbps\": " + fixed(r.stream_gbps, 3) + ", \"ratio\": " + fixed(r.ratio, 3) + "}";
+           ", \"gbps\": " + fixed(r.gbps, 3) + ", \"stream_gbps\": " + fixed(r.stream_gbps, 3) + ", \"ratio\": " + fixed(r.ratio, 3) +
+           ", \"load\": " + std::to_string(r.load) + ", \"one_thread_gelem_per_s\": " + fixed(r.one_thread_gelem_per_s, 4) +
+           ", \"vs_one_thread\": " + fixed(r.vs_one_thread, 3) + "}";
     out += i + 1 < results.size() ? ",\n" : "\n";
   }
   return out + "]\n";
 }
 
-std::string table_header() {
+std::string table_header(bool thread_columns) {
   char buffer[256];
   std::snprintf(buffer, sizeof buffer, "%-46s %-6s %7s %10s %8s %8s %6s", "case", "kernel", "threads", "Gelem/s", "GB/s",
                 "streamGB", "ratio");
-  return buffer;
+  std::string header = buffer;
+  if (thread_columns) {
+    std::snprintf(buffer, sizeof buffer, " %4s %10s %6s", "load", "1T Gelem/s", "vs1T");
+    header += buffer;
+  }
+  return header;
 }
 
 std::string table_row(const BenchResult& r) {
   char buffer[256];
   std::snprintf(buffer, sizeof buffer, "%-46s %-6s %7d %10.3f %8.2f %8.2f %6.2f", r.name.c_str(), r.kernel.c_str(), r.threads,
                 r.gelem_per_s, r.gbps, r.stream_gbps, r.ratio);
-  return buffer;
+  std::string row = buffer;
+  if (r.vs_one_thread > 0) {
+    std::snprintf(buffer, sizeof buffer, " %4d %10.3f %6.2f", r.load, r.one_thread_gelem_per_s, r.vs_one_thread);
+    row += buffer;
+  }
+  return row;
 }
 
 std::string to_table(const std::vector<BenchResult>& results) {
-  std::string out = table_header() + "\n";
+  const bool thread_columns = std::any_of(results.begin(), results.end(), [](const BenchResult& r) { return r.vs_one_thread > 0; });
+  std::string out = table_header(thread_columns) + "\n";
   for (const BenchResult& r : results) out += table_row(r) + "\n";
   return out;
 }

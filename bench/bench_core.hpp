@@ -20,6 +20,8 @@ struct BenchOptions {
   int repeats = 5;                       // timed samples per measurement; the median is reported
   bool force_scalar = false;             // time the scalar reference kernels
   bool compare_scalar = false;           // also time the scalar kernels, reported as extra rows
+  bool compare_one_thread = false;       // also time each case on one thread, samples interleaved (means of 0.5 s each)
+  int load = 0;                          // busy threads run beside the benchmark for its whole duration
 };
 
 struct BenchResult {
@@ -32,11 +34,14 @@ struct BenchResult {
   int64_t elements = 0;
   int threads = 1;
   std::string kernel;       // "simd" or "scalar"
-  double seconds = 0;       // median time of one call
+  double seconds = 0;       // median time of one call (the mean, with compare_one_thread)
   double gelem_per_s = 0;   // 1e9 elements per second
   double gbps = 0;          // (bytes read + bytes written) / seconds / 1e9
   double stream_gbps = 0;   // the streaming loop on the same bytes, same run, median
   double ratio = 0;         // gbps / stream_gbps
+  int load = 0;             // busy threads that ran beside it
+  double one_thread_gelem_per_s = 0;  // the same case on one thread (compare_one_thread), else 0
+  double vs_one_thread = 0;           // gelem_per_s / one_thread_gelem_per_s (compare_one_thread), else 0
 };
 
 /// One benchmark case with its tensors allocated: call run() to execute the operator once.
@@ -76,8 +81,9 @@ std::string to_json(const std::vector<BenchResult>& results);
 /// The results as an aligned text table, one line per result plus a header.
 std::string to_table(const std::vector<BenchResult>& results);
 
-/// One table row (without newline), and the header it lines up with.
-std::string table_header();
+/// One table row (without newline), and the header it lines up with; rows measured with
+/// compare_one_thread have two more columns, which `thread_columns` adds to the header.
+std::string table_header(bool thread_columns = false);
 std::string table_row(const BenchResult& result);
 
 }  // namespace qdq::bench

@@ -1,6 +1,10 @@
-// qdq's thread pool: persistent workers, one job at a time, tasks handed out through an atomic
-// counter. A call that finds the pool busy (another thread's call, or a nested one) runs its tasks
-// on its own thread instead of waiting.
+// qdq's thread pool: persistent workers, one job at a time. The caller and the workers claim tasks
+// one at a time from a shared counter, so the caller keeps running tasks until none is unclaimed and
+// then waits only for tasks already running: a worker that is descheduled before it claims anything
+// (the machine is busy) costs nothing, and one descheduled while it holds a task delays that task
+// alone. A call that finds the pool busy (another thread's call, or a nested one) runs its tasks on
+// its own thread instead of waiting, and so do calls for a while after helpers have cost the caller
+// more time than they saved (ThreadPool::learn): on a busy machine one thread beats two.
 #include "parallel.hpp"
 
 #include <algorithm>
@@ -9,6 +13,7 @@
 #include <condition_variable>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -17,25 +22,34 @@
 namespace qdq {
 namespace {
 
+using Clock = std::chrono::steady_clock;
+
 std::atomic<int> g_default_threads{0};
 
-/// Spins while `pending()` holds, for at most kSpinTime, pausing between polls; returns whether it
-/// stopped holding. Back-to-back calls (an engine running one operator after another, a benchmark)
-/// then find the workers awake: a futex wake-up costs tens of microseconds in a VM, as much as a
-/// whole in-cache call of a few hundred thousand elements.
+void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
+#endif
+}
+
+/// Polls `pending()` until it stops holding: busy for `spin`, then yielding the core between polls
+/// until `spin + yield` has passed. Returns whether it stopped holding (otherwise the caller sleeps).
 template <class Pending>
-bool spin_while(Pending pending) {
-  constexpr auto kSpinTime = std::chrono::microseconds(200);
-  const auto start = std::chrono::steady_clock::now();
+bool poll_while(Pending pending, Clock::duration spin, Clock::duration yield) {
+  const auto start = Clock::now();
   for (int polls = 1;; ++polls) {
     if (!pending()) return true;
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#elif defined(__aarch64__)
-    asm volatile("yield");
-#endif
-    if (polls % 64 == 0 && std::chrono::steady_clock::now() - start > kSpinTime) return !pending();
+    cpu_relax();
+    if (polls % 64 == 0 && Clock::now() - start > spin) break;
   }
+  const auto until = start + spin + yield;
+  while (pending()) {
+    if (Clock::now() > until) return !pending();
+    std::this_thread::yield();
+  }
+  return true;
 }
 
 class ThreadPool {
@@ -51,77 +65,198 @@ class ThreadPool {
 
   void run(size_t tasks, int threads, detail::FunctionRef<void(size_t)> body) {
     std::unique_lock<std::mutex> job(job_mutex_, std::try_to_lock);
-    if (!job.owns_lock() || threads <= 1 || tasks <= 1) {
+    if (!job.owns_lock() || threads <= 1 || tasks < kMinParallelTasks || Clock::now() < serial_until_) {
       for (size_t t = 0; t < tasks; ++t) body(t);
       return;
     }
-    const int helpers = static_cast<int>(std::min<size_t>(static_cast<size_t>(threads - 1), tasks - 1));
-    {
+    // The claim word holds a 32-bit task index: larger jobs (over 10^14 elements) go in slices.
+    constexpr size_t kMaxJob = std::numeric_limits<uint32_t>::max();
+    for (size_t first = 0; first < tasks; first += kMaxJob) {
+      const size_t count = std::min(kMaxJob, tasks - first);
+      const auto slice = [&](size_t t) { body(first + t); };
+      run_job(static_cast<uint32_t>(count), threads, slice);
+    }
+  }
+
+ private:
+  void run_job(uint32_t tasks, int threads, detail::FunctionRef<void(size_t)> body) {
+    const int helpers = static_cast<int>(std::min<uint32_t>(static_cast<uint32_t>(threads - 1), tasks - 1));
+    if (static_cast<int>(workers_.size()) < helpers) {
       std::lock_guard<std::mutex> lock(mutex_);
       while (static_cast<int>(workers_.size()) < helpers) {
         const int id = static_cast<int>(workers_.size());
         workers_.emplace_back([this, id] { work(id); });
       }
-      body_ = &body;
-      tasks_ = tasks;
-      next_.store(0);
-      running_.store(helpers);
-      // Published last (release): a worker that sees the new job word sees the job too. The word
-      // carries the number of participants, so a worker decides from one snapshot whether it joins.
-      const uint64_t generation = (job_.load(std::memory_order_relaxed) >> kParticipantBits) + 1;
-      job_.store(generation << kParticipantBits | static_cast<uint64_t>(helpers), std::memory_order_release);
     }
-    wake_.notify_all();
-    drain();
-    if (!spin_while([this] { return running_.load(std::memory_order_acquire) != 0; })) {
-      std::unique_lock<std::mutex> lock(mutex_);
-      done_.wait(lock, [this] { return running_.load(std::memory_order_acquire) == 0; });
+    const auto start = Clock::now();
+    const uint64_t generation = (job_.load(std::memory_order_relaxed) >> 32) + 1;
+    // The claim word first: a worker still on the last job that reads any of the fields below
+    // (acquire) then sees the new generation in the claim word too, so its claim fails.
+    claim_.store(generation << 32, std::memory_order_seq_cst);
+    helped_.store(0, std::memory_order_relaxed);
+    body_.store(&body, std::memory_order_release);
+    tasks_.store(tasks, std::memory_order_release);
+    // Published last: a worker that sees the new job word sees the job's fields too. The word carries
+    // the number of participants, so a worker decides from one snapshot whether it joins.
+    parked_.store(false, std::memory_order_relaxed);
+    job_.store(generation << 32 | static_cast<uint64_t>(helpers), std::memory_order_seq_cst);
+    const bool woke = sleepers_.load(std::memory_order_seq_cst) > 0;
+    if (woke) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      wake_.notify_all();
     }
-    body_ = nullptr;
+    const auto published = Clock::now();
+
+    uint32_t own = 0;
+    for (uint32_t task; claim(generation, tasks, &task);) {
+      body(task);
+      ++own;
+    }
+    const auto own_done = Clock::now();
+    const uint32_t expected = tasks - own;
+    const auto pending = [&] { return helped_.load(std::memory_order_seq_cst) != expected; };
+    if (expected != 0 && pending()) {
+      // What is left is at most one task per helper, each already running: busy-wait about as long
+      // as two of the caller's own tasks took, then give the core away (a descheduled helper may be
+      // waiting for this very core), then sleep.
+      const auto per_task = own > 0 ? (own_done - start) / own : Clock::duration(kWaitSpin);
+      const auto spin = std::min<Clock::duration>(per_task * 2, kWaitSpin);
+      if (!poll_while(pending, spin, kWaitYield)) {
+        std::unique_lock<std::mutex> lock(mutex_);
+        caller_waiting_.store(true, std::memory_order_seq_cst);
+        done_.wait(lock, [&] { return !pending(); });
+        caller_waiting_.store(false, std::memory_order_relaxed);
+      }
+    }
+    const auto end = Clock::now();
+    learn(tasks, own, woke, start, published, own_done, end);
   }
 
- private:
-  void drain() {
-    for (size_t t = next_.fetch_add(1); t < tasks_; t = next_.fetch_add(1)) (*body_)(t);
+  /// Keeps score of what the helpers gained or lost the caller against running every task itself,
+  /// and runs the next calls on the caller alone for a while once they have lost more than gained.
+  /// On a busy machine a helper descheduled while it holds a task keeps the caller waiting for
+  /// milliseconds, longer than a whole call; and a helper that is awake but gets no core in time
+  /// to take part has still taken a share of the process's time from the caller. The time alone
+  /// grows with the loss and with repeated losses, so that probing a still busy machine costs a few
+  /// percent at most; sustained gains forgive the repeats. Results do not depend on any of this.
+  void learn(uint32_t tasks, uint32_t own, bool woke, Clock::time_point start, Clock::time_point published,
+             Clock::time_point own_done, Clock::time_point end) {
+    const auto elapsed = end - start;
+    const bool late_wake = own == tasks && woke;
+    if (late_wake) {
+      // Nobody helped, but the worker had to be woken: only the wake-up counts, and it will be
+      // awake for the next call.
+      balance_ -= published - start;
+    } else if (own == tasks) {
+      // The worker was awake and still missed every task: it was not given a core. Taking half
+      // the call as the cost of its polling makes a run of such calls end the probing.
+      balance_ -= elapsed / 2;
+    } else if (own > 0) {
+      // Against the caller's pace in this call, which a busy machine slows in both modes.
+      const auto alone = std::chrono::duration_cast<Clock::duration>(
+          std::chrono::duration<double>(own_done - start) * (static_cast<double>(tasks) / own));
+      balance_ += alone - elapsed;
+    }
+    if (balance_ > kBalanceCap) {
+      balance_ = kBalanceCap;
+      if (strikes_ > 0) --strikes_;
+    } else if (balance_ < Clock::duration::zero()) {
+      const auto penalty = std::min<Clock::duration>(-balance_ * (kPenalty << strikes_), kMaxAlone);
+      serial_until_ = end + penalty;
+      balance_ = Clock::duration::zero();
+      if (strikes_ < kMaxStrikes) ++strikes_;
+      // Polling workers would take the caller's share of a busy machine while it runs alone.
+      if (!late_wake) parked_.store(true, std::memory_order_relaxed);
+    }
+  }
+
+  /// Takes the next unclaimed task of job `generation`; false once every task is claimed or the
+  /// job is over.
+  bool claim(uint64_t generation, uint32_t tasks, uint32_t* task) {
+    uint64_t word = claim_.load(std::memory_order_relaxed);
+    while ((word >> 32) == generation && static_cast<uint32_t>(word) < tasks) {
+      if (claim_.compare_exchange_weak(word, word + 1, std::memory_order_acq_rel, std::memory_order_relaxed)) {
+        *task = static_cast<uint32_t>(word);
+        return true;
+      }
+    }
+    return false;
   }
 
   void work(int id) {
     uint64_t seen = 0;
     for (;;) {
-      const auto idle = [&] { return !stop_.load(std::memory_order_acquire) && job_.load(std::memory_order_acquire) == seen; };
-      if (!spin_while(idle)) {
+      const auto idle = [&] { return !stop_.load(std::memory_order_acquire) && job_.load(std::memory_order_seq_cst) == seen; };
+      // Back-to-back calls (an engine running one operator after another, a benchmark) find the
+      // worker awake: a futex wake-up costs tens of microseconds in a VM, as much as a whole
+      // in-cache call. Yielding while it waits leaves the core to whoever else needs it, and a
+      // caller that has gone on alone (learn()) parks the workers at once.
+      const auto polling = [&] { return idle() && !parked_.load(std::memory_order_relaxed); };
+      poll_while(polling, kIdleSpin, kIdleYield);
+      if (idle()) {
         std::unique_lock<std::mutex> lock(mutex_);
+        sleepers_.fetch_add(1, std::memory_order_seq_cst);
         wake_.wait(lock, [&] { return !idle(); });
+        sleepers_.fetch_sub(1, std::memory_order_relaxed);
       }
       if (stop_.load()) return;
-      // A worker that takes no part in a job does not hold the caller back, so the next job may
-      // already be published here: whichever word is read, it is acted on as a whole.
-      seen = job_.load(std::memory_order_acquire);
-      if (id >= static_cast<int>(seen & kParticipantMask)) continue;
-      drain();
-      if (running_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
-        // Taking the mutex orders this notification after the caller's predicate check.
-        std::lock_guard<std::mutex> lock(mutex_);
-        done_.notify_all();
+      seen = job_.load(std::memory_order_seq_cst);
+      if (id >= static_cast<int>(seen & 0xFFFFFFFFu)) continue;
+      // The job may be over, or a later one being set up, by the time these are read: a task is only
+      // run after claim() has confirmed that this job is still on (fields of a later job come with
+      // its claim word, see run_job), and the caller does not rewrite the fields before every
+      // claimed task has been counted into helped_.
+      const uint64_t generation = seen >> 32;
+      const uint32_t tasks = tasks_.load(std::memory_order_acquire);
+      const detail::FunctionRef<void(size_t)>* body = body_.load(std::memory_order_acquire);
+      for (uint32_t task; claim(generation, tasks, &task);) {
+        (*body)(task);
+        helped_.fetch_add(1, std::memory_order_seq_cst);
+        if (caller_waiting_.load(std::memory_order_seq_cst)) {
+          // Taking the mutex orders this notification after the caller's predicate check.
+          std::lock_guard<std::mutex> lock(mutex_);
+          done_.notify_all();
+        }
       }
     }
   }
 
-  std::mutex job_mutex_;
-  std::mutex mutex_;
+  // How long the caller busy-waits (at most) and then yields for its helpers' last tasks before
+  // sleeping, and how long an idle worker does so for the next job (docs/performance.md, issue 16).
+  static constexpr auto kWaitSpin = std::chrono::microseconds(20);
+  static constexpr auto kWaitYield = std::chrono::microseconds(50);
+  static constexpr auto kIdleSpin = std::chrono::microseconds(20);
+  static constexpr auto kIdleYield = std::chrono::microseconds(200);
+  // Fewer tasks than this run on the calling thread alone: a second thread already pays at two.
+  static constexpr size_t kMinParallelTasks = 2;
+  // learn(): time alone = kPenalty << strikes times the deficit, at most kMaxAlone; gains are kept
+  // up to kBalanceCap, so a machine that turns busy is noticed within a few calls.
+  static constexpr int kPenalty = 8;
+  static constexpr int kMaxStrikes = 6;
+  static constexpr auto kBalanceCap = std::chrono::milliseconds(1);
+  static constexpr auto kMaxAlone = std::chrono::milliseconds(200);
+
+  // The caller's score (learn()); guarded by job_mutex_.
+  Clock::duration balance_{};
+  int strikes_ = 0;
+  Clock::time_point serial_until_{};
+
+  std::mutex job_mutex_;  // one job at a time
+  std::mutex mutex_;      // the condition variables' and workers_'s
   std::condition_variable wake_;
   std::condition_variable done_;
   std::vector<std::thread> workers_;
-  // Written by the caller before job_ is published, read by the job's participants after they see
-  // it; the caller writes them again only after every participant has counted itself out of running_.
-  const detail::FunctionRef<void(size_t)>* body_ = nullptr;
-  size_t tasks_ = 0;
-  std::atomic<size_t> next_{0};
-  std::atomic<int> running_{0};
-  // The current job: generation << kParticipantBits | number of participating workers.
-  static constexpr int kParticipantBits = 32;
-  static constexpr uint64_t kParticipantMask = (uint64_t{1} << kParticipantBits) - 1;
+  // The current job: generation << 32 | number of participating workers.
   std::atomic<uint64_t> job_{0};
+  // generation << 32 | the next unclaimed task. A claim is a compare-exchange that keeps the
+  // generation, so a worker still holding a finished job's fields cannot take a task of the next.
+  std::atomic<uint64_t> claim_{0};
+  std::atomic<const detail::FunctionRef<void(size_t)>*> body_{nullptr};
+  std::atomic<uint32_t> tasks_{0};
+  std::atomic<uint32_t> helped_{0};  // tasks the workers have finished in the current job
+  std::atomic<int> sleepers_{0};
+  std::atomic<bool> caller_waiting_{false};
+  std::atomic<bool> parked_{false};  // set while the caller runs alone: workers sleep, not poll
   std::atomic<bool> stop_{false};
 };
 
@@ -141,7 +276,6 @@ int environment_threads() {
 }
 
 }  // namespace
-
 void set_default_num_threads(int threads) { g_default_threads.store(threads > 0 ? threads : 0); }
 
 int default_num_threads() {

@@ -41,7 +41,9 @@ class FunctionRef<R(Args...)> {
 };
 
 /// Runs fn(begin, end) over [0, elements) in tasks of kTaskGrain elements, on the caller's
-/// ParallelFor, qdq's pool, or the calling thread alone for a single task.
+/// ParallelFor, qdq's pool, or the calling thread alone (a single task, a busy pool, or a busy
+/// machine where helpers have been losing time). qdq's pool allocates nothing per call (it starts its
+/// workers on first use); results never depend on which.
 void parallel_ranges(int64_t elements, const ExecutionOptions& options, FunctionRef<void(int64_t, int64_t)> fn);
 
 }  // namespace qdq::detail

@@ -206,4 +206,20 @@ case_sigpipe() {
   expect_stderr_contains "error writing to standard output"
 }
 
+case_bench_threads() {
+  # --compare-one-thread with --load: the one-thread figures and the load beside the --threads ones
+  # (what the numbers are is not checked: no timed tests).
+  run_qdq --threads 2 bench --size 65536 --repeats 1 --filter 'quantize/float32->uint8/per-tensor' --compare-one-thread --load 1 --json
+  expect_rc 0
+  expect_stdout_contains '"threads": 2'
+  expect_stdout_contains '"load": 1'
+  [[ "$out" =~ \"vs_one_thread\":\ [0-9]+\.[0-9]+ ]] && [[ ! "$out" =~ \"vs_one_thread\":\ 0\.000 ]] ||
+    fail "no vs_one_thread figure: $out"
+  run_qdq --threads 2 bench --size 65536 --repeats 1 --filter 'quantize/float32->uint8/per-tensor' --compare-one-thread
+  expect_rc 0
+  expect_stdout_contains 'vs1T'
+  run_qdq bench --load 65
+  expect_rc 2
+}
+
 "case_$case_name"

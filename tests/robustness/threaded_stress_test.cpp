@@ -1,11 +1,18 @@
 // Threaded stress: the three operators on tensors of several 32768-element tasks, run with 1, 2 and
 // 4 threads, with custom ParallelFors (other threads, backwards, nested qdq calls) and from several
 // std::threads at once (which contend for qdq's pool), while another thread keeps changing the
-// process default thread count. Every result must be byte-identical to the single-threaded one.
-// scripts/sanitize.sh runs these under ThreadSanitizer (ctest label `threads`).
+// process default thread count, and while other processes keep starting and stopping beside them
+// (a busy machine, where the pool's workers get descheduled). Every result must be byte-identical
+// to the single-threaded one. scripts/sanitize.sh runs these under ThreadSanitizer (ctest label
+// `threads`).
 #include <gtest/gtest.h>
 
+#include <spawn.h>
+#include <sys/wait.h>
+
 #include <atomic>
+#include <chrono>
+#include <cerrno>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -14,6 +21,8 @@
 #include <vector>
 
 #include "qdq/qdq.hpp"
+
+extern char** environ;
 
 namespace {
 
@@ -219,6 +228,58 @@ TEST(ThreadedStress, ConcurrentCallersShareThePool) {
   stop = true;
   changer.join();
   EXPECT_EQ(mismatches.load(), 0);
+}
+
+/// Starts a short-lived process (a shell counting to a few thousand, some milliseconds of CPU) and
+/// waits for it; false if it could not be started.
+bool run_short_process() {
+  char sh[] = "/bin/sh", dash_c[] = "-c";
+  char script[] = "i=0; while [ $i -lt 2000 ]; do i=$((i+1)); done";
+  char* argv[] = {sh, dash_c, script, nullptr};
+  pid_t pid = 0;
+  if (posix_spawn(&pid, sh, nullptr, nullptr, argv, environ) != 0) return false;
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  return true;
+}
+
+TEST(ThreadedStress, CallsStayIdenticalWhileProcessesStartAndStop) {
+  const std::vector<Case> all = cases();
+  std::vector<std::vector<uint8_t>> reference;
+  for (const Case& c : all) reference.push_back(c.call(threads(1)));
+
+  // Two threads keep processes starting and stopping (one per core here), so that the pool's
+  // workers are descheduled at any point: before they claim a task, while they hold one, while
+  // the caller waits for them. Time-bound rather than round-bound: a few seconds, also under TSan.
+  std::atomic<bool> stop{false};
+  std::atomic<int> started{0};
+  std::vector<std::thread> spawners;
+  for (int s = 0; s < 2; ++s) {
+    spawners.emplace_back([&] {
+      while (!stop.load() && run_short_process()) started.fetch_add(1);
+    });
+  }
+  std::atomic<int> mismatches{0};
+  std::atomic<int> calls{0};
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(3);
+  std::vector<std::thread> callers;
+  for (int t = 0; t < 2; ++t) {
+    callers.emplace_back([&, t] {
+      for (int round = 0; round < 2 || std::chrono::steady_clock::now() < deadline; ++round) {
+        for (size_t k = 0; k < all.size(); ++k) {
+          const size_t i = (k + static_cast<size_t>(t)) % all.size();
+          if (all[i].call(threads(round % 3 == 2 ? 4 : 2)) != reference[i]) mismatches.fetch_add(1);
+          calls.fetch_add(1);
+        }
+      }
+    });
+  }
+  for (std::thread& c : callers) c.join();
+  stop = true;
+  for (std::thread& s : spawners) s.join();
+  EXPECT_EQ(mismatches.load(), 0) << "of " << calls.load() << " calls";
+  EXPECT_GT(started.load(), 0) << "no process could be started beside the calls";
 }
 
 }  // namespace

@@ -1,7 +1,8 @@
-// `qdq bench [--json] [--size ELEMENTS] [--filter TEXT] [--repeats N] [--compare-scalar]`: time the
-// QuantizeLinear/DequantizeLinear kernels on qdq's benchmark cases (bench/bench_core.hpp), each next
-// to a streaming loop over the same bytes measured in the same run. Threads come from the global
-// --threads option (default here: 1); --force-scalar times the scalar reference kernels.
+// `qdq bench [--json] [--size ELEMENTS] [--filter TEXT] [--repeats N] [--compare-scalar]
+// [--compare-one-thread] [--load N]`: time the QuantizeLinear/DequantizeLinear kernels on qdq's
+// benchmark cases (bench/bench_core.hpp), each next to a streaming loop over the same bytes measured
+// in the same run. Threads come from the global --threads option (default here: 1); --force-scalar
+// times the scalar reference kernels; --load N keeps N busy threads running beside it throughout.
 #include <memory>
 #include <string>
 
@@ -17,6 +18,8 @@ Command register_bench(CLI::App& app, const GlobalOptions& globals) {
     std::string filter;
     int repeats = 5;
     bool compare_scalar = false;
+    bool compare_one_thread = false;
+    int load = 0;
   };
   auto args = std::make_shared<Arguments>();
   CLI::App* sub = app.add_subcommand("bench", "Measure kernel throughput against a same-run streaming reference");
@@ -26,6 +29,10 @@ Command register_bench(CLI::App& app, const GlobalOptions& globals) {
   sub->add_option("--filter", args->filter, "Only cases whose name contains TEXT (e.g. 'quantize/float32->uint8')");
   sub->add_option("--repeats", args->repeats, "Timed samples per measurement; the median is reported")->check(CLI::Range(1, 1000));
   sub->add_flag("--compare-scalar", args->compare_scalar, "Also time the scalar reference kernels (extra rows)");
+  sub->add_flag("--compare-one-thread", args->compare_one_thread,
+                "Also time each case on one thread, interleaved with the --threads samples (extra columns)");
+  sub->add_option("--load", args->load, "Run N busy threads beside the benchmark for its whole duration (a loaded machine)")
+      ->check(CLI::Range(0, 64));
   Command command;
   command.app = sub;
   command.run = [args, &globals]() {
@@ -36,10 +43,12 @@ Command register_bench(CLI::App& app, const GlobalOptions& globals) {
     options.repeats = args->repeats;
     options.force_scalar = globals.force_scalar;
     options.compare_scalar = args->compare_scalar;
+    options.compare_one_thread = args->compare_one_thread;
+    options.load = args->load;
     if (args->json) {
       print_line(bench::to_json(bench::run_benchmarks(options)));
     } else {
-      print_line(bench::table_header());
+      print_line(bench::table_header(options.compare_one_thread));
       bench::run_benchmarks(options, [](const bench::BenchResult& r) { print_line(bench::table_row(r)); });
     }
     return 0;
