@@ -625,7 +625,8 @@ def quantize_model(input, output, format, *, block_size=None, symmetric=None, mi
     Returns the report as a dict: the object ``qdq quantize --json`` prints (input, output, format,
     opset, ir_version, conversions, external_data, tensors, skipped, totals). Raises ValueError with
     qdq's one-line message for a bad model, path or option, TypeError for arguments of the wrong
-    type. Runs without the GIL, on qdq's thread pool.
+    type. Runs without the GIL, on qdq's thread pool; a KeyboardInterrupt (Ctrl-C) is raised between
+    two tensors, and then nothing is written either.
     """
     _need_io()
     input = _path_arg(input, "input")

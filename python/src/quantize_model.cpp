@@ -24,6 +24,8 @@ namespace {
 // on this thread until the GIL is held again and it is rethrown as py::error_already_set).
 struct Interrupted {};
 
+// quantize_model_file with the command's options; returns ModelReport::to_json(). Allocates what the
+// model needs (the graph plus one weight); runs on qdq's thread pool (`num_threads`, 0 = default).
 std::string quantize_model(const std::string& input, const std::string& output, const std::string& format,
                            std::optional<int64_t> block_size, std::optional<bool> symmetric, int64_t min_elements,
                            const std::vector<std::string>& include, const std::vector<std::string>& exclude,
