@@ -71,6 +71,7 @@ else the number of hardware threads). Contiguous inputs of the right dtype are r
 copied (sub-byte inputs are packed into a temporary buffer).
 """
 
+import json as _json
 import os as _os
 import numbers as _numbers
 
@@ -86,6 +87,8 @@ __all__ = [
     "dynamic_quantize_linear",
     "load_tensor",
     "save_tensor",
+    "quantize_model",
+    "QUANTIZE_FORMATS",
     "CodeArray",
     "PackedTensor",
     "pack",
@@ -573,6 +576,86 @@ def _read_model_node(path):
     graph_outputs. Uses qdq's model reader; raises ValueError if the model is not one node."""
     _need_io()
     return _qdq.read_model_node(_os.fspath(path))
+
+
+# --- models ---------------------------------------------------------------------------------------
+
+QUANTIZE_FORMATS = ("int8", "uint8", "int4", "uint4", "float8e4m3fn", "mxfp8", "mxfp4")
+
+
+def _path_arg(path, what):
+    if not isinstance(path, (str, bytes, _os.PathLike)):
+        raise TypeError(f"{what} must be a str or os.PathLike, got {type(path).__name__}")
+    return _os.fsdecode(_os.fspath(path))
+
+
+def _names_arg(value, what):
+    if isinstance(value, str):
+        return [value]
+    try:
+        names = list(value)
+    except TypeError:
+        raise TypeError(f"{what} must be a str or an iterable of str, got {type(value).__name__}") from None
+    for name in names:
+        if not isinstance(name, str):
+            raise TypeError(f"{what} must hold str, got {type(name).__name__}")
+    return names
+
+
+def quantize_model(input, output, format, *, block_size=None, symmetric=None, min_elements=1024, include=(),
+                   exclude=(), op_types=None, external_data=False, num_threads=0):
+    """Quantizes a model's float weights into a weight-only QDQ model, as ``qdq quantize`` does.
+
+    Reads the ONNX model ``input`` (external data relative to its folder), replaces the selected
+    float32/float16/bfloat16 weights (initializers and Constant nodes, subgraphs included, read by
+    MatMul, Gemm, Conv, ConvTranspose, LSTM/GRU/RNN or Gather) by quantized tensors feeding
+    DequantizeLinear nodes, raises the opset when the format needs it, and writes ``output``
+    atomically: after an error (or Ctrl-C) nothing is written. Scale rules and weight selection:
+    docs/model-quantization.md.
+
+    ``format``: one of ``qdq.QUANTIZE_FORMATS`` (int8, uint8, int4, uint4, float8e4m3fn, mxfp8,
+    mxfp4). The keywords are the command's options: ``block_size`` (int4/uint4: 16..256, default
+    32), ``symmetric`` (None = the format's default; True/False = --symmetric/--asymmetric),
+    ``min_elements``, ``include``/``exclude`` (glob patterns on tensor names: a str or an iterable
+    of str), ``op_types`` (consumer ops, e.g. ``["MatMul", "Gemm"]`` or ``"MatMul,Gemm"``; None =
+    every supported one), ``external_data`` (always write OUT.onnx.data; otherwise only when the
+    input has external data or the output would exceed 2 GiB) and ``num_threads`` (0 = qdq's
+    default). Paths are str or os.PathLike.
+
+    Returns the report as a dict: the object ``qdq quantize --json`` prints (input, output, format,
+    opset, ir_version, conversions, external_data, tensors, skipped, totals). Raises ValueError with
+    qdq's one-line message for a bad model, path or option, TypeError for arguments of the wrong
+    type. Runs without the GIL, on qdq's thread pool; a KeyboardInterrupt (Ctrl-C) is raised between
+    two tensors, and then nothing is written either.
+    """
+    _need_io()
+    input = _path_arg(input, "input")
+    output = _path_arg(output, "output")
+    if not isinstance(format, str):
+        raise TypeError(f"format must be a str, got {type(format).__name__}")
+    if block_size is not None:
+        block_size = _int_arg(block_size, "block_size")
+    if symmetric is not None and not isinstance(symmetric, (bool, _np.bool_)):
+        raise TypeError(f"symmetric must be None or a bool, got {type(symmetric).__name__}")
+    if op_types is None:
+        op_types = []
+    else:
+        if isinstance(op_types, str):
+            op_types = [t.strip() for t in op_types.split(",")]
+        op_types = _names_arg(op_types, "op_types")
+        if not op_types or any(not t for t in op_types):
+            raise ValueError("op_types names no op (pass None to quantize for every supported op)")
+    report = _qdq.quantize_model(
+        input, output, format,
+        block_size=block_size,
+        symmetric=None if symmetric is None else bool(symmetric),
+        min_elements=_int_arg(min_elements, "min_elements"),
+        include=_names_arg(include, "include"),
+        exclude=_names_arg(exclude, "exclude"),
+        op_types=op_types,
+        external_data=bool(external_data),
+        num_threads=_int_arg(num_threads, "num_threads"))
+    return _json.loads(report)
 
 
 # --- threads --------------------------------------------------------------------------------------

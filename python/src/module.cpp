@@ -35,6 +35,8 @@
 
 #ifdef QDQ_PYTHON_WITH_ONNX
 #include "qdq_onnx.hpp"
+
+void register_quantize_model(pybind11::module_& m);  // quantize_model.cpp
 #endif
 
 namespace py = pybind11;
@@ -509,5 +511,6 @@ PYBIND11_MODULE(_qdq, m) {
   m.def("load_tensor", &load_tensor, py::arg("path"));
   m.def("save_tensor", &save_tensor, py::arg("path"), py::arg("array"), py::arg("type"), py::arg("name") = "");
   m.def("read_model_node", &read_model_node, py::arg("path"));
+  register_quantize_model(m);
 #endif
 }

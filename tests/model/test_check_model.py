@@ -59,6 +59,33 @@ def test_identical_models_have_zero_error(float_model):
     assert report["inputs"] == {"x": {"shape": [1, 64], "source": "random (seed 0)"}}
 
 
+def test_text_table_has_evaluator_inputs_and_each_outputs_errors(tmp_path, float_model, weight):
+    scale = (np.abs(weight).max(axis=0) / 127).astype(np.float32)
+    codes = np.clip(np.round(weight / scale), -127, 127).astype(np.int8)
+    dq = helper.make_node("DequantizeLinear", ["codes", "scale"], ["w"], axis=1)
+    quantized = save(matmul_model(dq, [numpy_helper.from_array(codes, "codes"), numpy_helper.from_array(scale, "scale")]),
+                     tmp_path / "int8.onnx")
+    report = json.loads(run_check(float_model, quantized).stdout)
+    result = run_check(float_model, quantized, "--text")
+    assert result.returncode == 0, result.stderr
+    (output,) = report["outputs"]
+    relative, max_abs = f"{output['relative_error']:.3g}", f"{output['max_abs_error']:.3g}"
+    assert result.stdout.splitlines() == [
+        f"check against the original (onnxruntime {onnxruntime.__version__})",
+        "  inputs: x [1, 64] random (seed 0)",
+        "  output  relative error  max |error|",
+        f"  y       {relative.ljust(14)}  {max_abs}",
+        f"  max relative error {relative}",
+    ]
+    assert check_model.format_text({"evaluator": "e", "inputs": {}, "max_relative_error": None, "outputs": [
+        {"name": "long_output_name", "relative_error": None, "max_abs_error": None}]}).splitlines() == [
+        "check against the original (e)",
+        "  output            relative error                     max |error|",
+        "  long_output_name  n/a (NaN/inf in different places)  n/a (NaN/inf in different places)",
+        "  max relative error n/a (NaN/inf in different places)",
+    ]
+
+
 def test_int8_model_error_is_the_numpy_one(tmp_path, float_model, weight):
     scale = (np.abs(weight).max(axis=0) / 127).astype(np.float32)
     codes = np.clip(np.round(weight / scale), -127, 127).astype(np.int8)

@@ -112,6 +112,9 @@ if "--fail" in open(args[1], "rb").read().decode("latin1", "replace") or "FAIL_C
     print("Traceback (most recent call last):", file=sys.stderr)
     print("RuntimeError: the evaluator cannot run this model", file=sys.stderr)
     sys.exit(3)
+if "--text" in args:
+    print("fake table, argv " + " ".join(args[2:]))
+    sys.exit(0)
 print(json.dumps({"evaluator": "fake", "argv": args,
                   "outputs": [{"name": "y", "relative_error": 0.01, "max_abs_error": 0.1}],
                   "max_relative_error": 0.01}))
@@ -137,7 +140,10 @@ def test_check_runs_the_script_and_embeds_its_json(run_qdq, tmp_path):
     assert (tmp_path / "out.onnx").is_file()
     text = run_qdq("quantize", tmp_path / "in.onnx", "-o", tmp_path / "out2.onnx", "--format", "int8",
                    "--min-elements", "100", "--check", env=env).stdout
-    assert "check: " in text
+    # Text mode asks the script for its --text table and prints it after the report, not JSON.
+    lines = text.splitlines()
+    assert lines[-1] == "fake table, argv --evaluator auto --text" and lines[-2].startswith("weights ")
+    assert "{" not in text
     # A failing check: one line naming the script's message, and no output file.
     env["FAIL_CHECK"] = "1"
     result = run_qdq("quantize", tmp_path / "in.onnx", "-o", tmp_path / "out3.onnx", "--format", "int8",

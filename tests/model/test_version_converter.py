@@ -479,21 +479,90 @@ def test_refused_unknown_op_and_lowering(run_qdq, tmp_path):
     assert "newer" in refused(run_qdq, tmp_path, model, 999)
 
 
-def test_external_data_must_stay_in_its_folder(run_qdq, tmp_path):
-    weights = numpy_helper.from_array(np.ones([64, 64], np.float32), "w")
-    model = make_model([node("MatMul", ["x", "w"], ["y"])], [("x", FLOAT, [2, 64])], [("y", FLOAT, None)], 11,
-                       [weights])
+def _external_model(tmp_path):
+    """An opset-11 MatMul + Unsqueeze model whose weights live in in/m.data; returns (model, path)."""
+    weights = numpy_helper.from_array(np.random.default_rng(1).standard_normal([64, 64]).astype(np.float32), "w")
+    model = make_model([node("MatMul", ["x", "w"], ["m"]), node("Unsqueeze", ["m"], ["y"], axes=[0])],
+                       [("x", FLOAT, [2, 64])], [("y", FLOAT, None)], 11, [weights])
     (tmp_path / "in").mkdir()
-    onnx.save(model, tmp_path / "in" / "m.onnx", save_as_external_data=True, location="m.data",
-              size_threshold=0)
-    elsewhere = tmp_path / "out.onnx"
-    result = run_qdq("convert", tmp_path / "in" / "m.onnx", "-o", elsewhere, "--opset", 13, check=False)
-    assert result.returncode == 1 and "external data" in result.stderr and not elsewhere.exists()
-    beside = tmp_path / "in" / "m13.onnx"
-    run_qdq("convert", tmp_path / "in" / "m.onnx", "-o", beside, "--opset", 13)
-    onnx.checker.check_model(str(beside), full_check=True)
+    path = tmp_path / "in" / "m.onnx"
+    onnx.save(model, path, save_as_external_data=True, location="m.data", size_threshold=0)
+    return model, path
+
+
+def test_external_data_is_read_and_written_through_model_io(run_qdq, tmp_path):
+    # The converted model may go to any folder: its tensors go to OUT.onnx.data next to it, as
+    # `qdq quantize` writes them.
+    model, src = _external_model(tmp_path)
+    (tmp_path / "out").mkdir()
+    dst = tmp_path / "out" / "m13.onnx"
+    report = json.loads(run_qdq("convert", src, "-o", dst, "--opset", 13, "--json").stdout)
+    assert report["changes"]
+    assert sorted(p.name for p in dst.parent.iterdir()) == ["m13.onnx", "m13.onnx.data"]
+    converted = onnx.load(dst, load_external_data=False)
+    w = next(t for t in converted.graph.initializer if t.name == "w")
+    assert w.data_location == onnx.TensorProto.EXTERNAL
+    assert {e.key: e.value for e in w.external_data}["location"] == "m13.onnx.data"
+    onnx.checker.check_model(str(dst), full_check=True)
     feeds = random_feeds(model)
-    assert_bit_identical(run_ort(str(tmp_path / "in" / "m.onnx"), feeds), run_ort(str(beside), feeds))
+    assert_bit_identical(run_ort(str(src), feeds), run_ort(str(dst), feeds))
+    assert sorted(p.name for p in src.parent.iterdir()) == ["m.data", "m.onnx"]
+
+
+@pytest.mark.parametrize("location,message", [("../m.data", "'..'"), ("/etc/passwd", "absolute"),
+                                              ("link.data", "outside the model's folder")])
+def test_external_data_path_attacks_are_refused(run_qdq, tmp_path, location, message):
+    _, src = _external_model(tmp_path)
+    (tmp_path / "m.data").write_bytes((src.parent / "m.data").read_bytes())
+    (src.parent / "link.data").symlink_to(tmp_path / "m.data")
+    model = onnx.load(src, load_external_data=False)
+    for t in model.graph.initializer:
+        for e in t.external_data:
+            if e.key == "location":
+                e.value = location
+    src.write_bytes(model.SerializeToString())
+    dst = tmp_path / "out.onnx"
+    result = run_qdq("convert", src, "-o", dst, "--opset", 13, check=False)
+    assert result.returncode == 1 and message in result.stderr and result.stderr.count("\n") == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in", "m.data"]
+
+
+@pytest.mark.parametrize("signal_name", ["SIGINT", "SIGTERM"])
+def test_signal_while_writing_leaves_nothing_behind(qdq_cli, tmp_path, signal_name):
+    import signal
+    import subprocess
+    import time
+
+    # 128 MiB of external data: copying it into the staged OUT.onnx.data takes long enough to be hit.
+    inits = [numpy_helper.from_array(np.full((2048, 2048), k, np.float32), f"w{k}") for k in range(8)]
+    nodes = [node("MatMul", [f"x{k}", f"w{k}"], [f"x{k + 1}"]) for k in range(8)]
+    model = make_model(nodes, [("x0", FLOAT, [1, 2048])], [("x8", FLOAT, None)], 11, inits)
+    (tmp_path / "in").mkdir()
+    onnx.save(model, tmp_path / "in" / "m.onnx", save_as_external_data=True, location="m.data")
+    process = subprocess.Popen([str(qdq_cli), "convert", str(tmp_path / "in" / "m.onnx"), "-o",
+                                str(tmp_path / "out.onnx"), "--opset", "13"],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and not any(p.name.startswith(".out.onnx.qdq-tmp") for p in tmp_path.iterdir()):
+        if process.poll() is not None:
+            break
+        time.sleep(0.002)
+    staged = any(p.name.startswith(".out.onnx.qdq-tmp") for p in tmp_path.iterdir())
+    process.send_signal(getattr(signal, signal_name))
+    code = process.wait(timeout=30)
+    if code == 0:
+        pytest.skip("qdq finished before the signal arrived")
+    assert staged
+    assert code == -getattr(signal, signal_name)
+    assert {p.name for p in tmp_path.iterdir()} == {"in"}
+
+
+def test_output_over_the_input_is_refused(run_qdq, tmp_path):
+    _, src = _external_model(tmp_path)
+    before = src.read_bytes()
+    result = run_qdq("convert", src, "-o", src, "--opset", 13, check=False)
+    assert result.returncode == 1 and "would replace the input" in result.stderr
+    assert src.read_bytes() == before
 
 
 def test_bad_files_are_one_error_line(run_qdq, tmp_path):

@@ -2,11 +2,12 @@
 """Runs an original ONNX model and its quantized form on the same inputs and reports how far they differ.
 
     check_model.py ORIGINAL QUANTIZED [--input NAME=FILE.pb]... [--dim NAME=N]...
-                   [--evaluator auto|onnxruntime|reference] [--seed N]
+                   [--evaluator auto|onnxruntime|reference] [--seed N] [--text]
 
-`qdq quantize --check` runs this script with $QDQ_PYTHON and embeds what it prints. It needs NumPy and
-`onnx` (for the reference evaluator and to read the models), and `onnxruntime` for that evaluator; all
-three come from PyPI (`scripts/setup.sh` installs them into build/venv).
+`qdq quantize --check` runs this script with $QDQ_PYTHON and embeds what it prints (the JSON with
+--json, else the --text table). It needs NumPy and `onnx` (for the reference evaluator and to read the
+models), and `onnxruntime` for that evaluator; all three come from PyPI (`scripts/setup.sh` installs
+them into build/venv).
 
 Inputs. Every graph input that is not an initializer gets a value: from `--input NAME=FILE.pb` (a
 serialized onnx.TensorProto, as onnx.numpy_helper.from_array(...).SerializeToString() writes), or else
@@ -30,7 +31,7 @@ are NaN, or both the same infinity, count as equal; if the outputs differ in whe
 errors are reported as null (JSON has no NaN). Output: one JSON object on stdout,
     {"evaluator": "onnxruntime 1.32.0" | "onnx.reference 1.23.2", "inputs": {NAME: {"shape", "source"}},
      "outputs": [{"name", "shape", "relative_error", "max_abs_error"}], "max_relative_error"}
-and exit status 0. Any failure is one line `check_model.py: error: ...` on stderr and exit status 1.
+and exit status 0 (with --text, a short table of the same instead). Any failure is one line `check_model.py: error: ...` on stderr and exit status 1.
 
 Evaluators. `onnxruntime` runs both models with ONNX Runtime's CPU provider; `reference` with
 onnx.reference.ReferenceEvaluator; `auto` (the default) chooses ONNX Runtime, except when the quantized
@@ -85,6 +86,8 @@ def parse_args(argv):
                         help="value of the symbolic dimension NAME in random inputs")
     parser.add_argument("--evaluator", choices=("auto", "onnxruntime", "reference"), default="auto")
     parser.add_argument("--seed", type=int, default=0, help="seed of the random inputs (default 0)")
+    parser.add_argument("--text", action="store_true",
+                        help="print a short table (evaluator, inputs, per output its errors) instead of JSON")
     return parser.parse_args(argv)
 
 
@@ -429,17 +432,39 @@ def check(argv):
     return report
 
 
+def _number(value):
+    return "n/a (NaN/inf in different places)" if value is None else f"{value:.3g}"
+
+
+def format_text(report):
+    """The report as a few lines of text (--text; what `qdq quantize --check` prints without --json)."""
+    inputs = ", ".join(f"{name} {value['shape']} {value['source']}" for name, value in report["inputs"].items())
+    lines = [f"check against the original ({report['evaluator']})"] + ([f"  inputs: {inputs}"] if inputs else [])
+    rows = [(output["name"], _number(output["relative_error"]), _number(output["max_abs_error"]))
+            for output in report["outputs"]]
+    widths = [max([len(header)] + [len(row[k]) for row in rows]) for k, header in
+              enumerate(("output", "relative error", "max |error|"))]
+    for row in [("output", "relative error", "max |error|")] + rows:
+        lines.append("  " + "  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip())
+    lines.append(f"  max relative error {_number(report['max_relative_error'])}")
+    return "\n".join(lines)
+
+
 def main(argv=None):
+    argv = sys.argv[1:] if argv is None else argv
     try:
-        report = check(sys.argv[1:] if argv is None else argv)
+        report = check(argv)
     except CheckError as exc:
         print(f"check_model.py: error: {exc}", file=sys.stderr)
         return 1
     except MemoryError:
         print("check_model.py: error: out of memory running the models", file=sys.stderr)
         return 1
-    json.dump(report, sys.stdout, allow_nan=False)
-    sys.stdout.write("\n")
+    if parse_args(argv).text:
+        sys.stdout.write(format_text(report) + "\n")
+    else:
+        json.dump(report, sys.stdout, allow_nan=False)
+        sys.stdout.write("\n")
     return 0
 
 

@@ -69,7 +69,8 @@ std::string last_line(const std::string& text) {
   return text.substr(begin, end - begin + 1);
 }
 
-// Runs the check script on the original and the staged quantized model; returns its JSON object.
+// Runs the check script on the original and the staged quantized model; returns its JSON object, or
+// with text output (no --json) the table it prints with --text.
 std::string run_check(const QuantizeArguments& args, const std::string& quantized) {
   const char* python_env = std::getenv("QDQ_PYTHON");
   const std::string python = python_env != nullptr && *python_env != '\0' ? python_env : "python3";
@@ -80,6 +81,7 @@ std::string run_check(const QuantizeArguments& args, const std::string& quantize
   }
   argv.push_back("--evaluator");
   argv.push_back(args.check_evaluator);
+  if (!args.json) argv.push_back("--text");
   std::vector<char*> raw;
   for (auto& a : argv) raw.push_back(a.data());
   raw.push_back(nullptr);
@@ -140,6 +142,10 @@ std::string run_check(const QuantizeArguments& args, const std::string& quantize
   }
   const size_t begin = out.find_first_not_of(" \t\r\n");
   const size_t end = out.find_last_not_of(" \t\r\n");
+  if (!args.json) {
+    if (begin == std::string::npos) throw Error("--check: the check script printed nothing");
+    return out.substr(begin, end - begin + 1);
+  }
   if (begin == std::string::npos || out[begin] != '{' || out[end] != '}') {
     throw Error("--check: the check script did not print one JSON object");
   }
@@ -191,23 +197,24 @@ int run(QuantizeArguments& args, const GlobalOptions& globals) {
     options.execution = globals.execution();
     const bool tty = ::isatty(2) == 1;
     if (tty) options.progress = draw_progress;
-    std::string check_json;
+    std::string check_output;  // JSON with --json, else the script's --text table
     if (args.check) {
       options.before_commit = [&](const std::string& staged) {
         if (tty) std::fputs("\r\033[Kchecking against the original...", stderr);
-        check_json = run_check(args, staged);
+        check_output = run_check(args, staged);
         if (tty) std::fputs("\r\033[K", stderr);
       };
     }
     install_model_write_cleanup();
     onnx::ModelReport report = onnx::quantize_model_file(args.input, args.output, options);
     if (tty) std::fputs("\r\033[K", stderr);
-    if (args.check) report.check_json = check_json;
     if (args.json) {
+      if (args.check) report.check_json = check_output;
       print_line(report.to_json());
     } else {
       std::string text = report.to_text();
       if (!text.empty() && text.back() == '\n') text.pop_back();
+      if (args.check) text += "\n" + check_output;
       print_line(text);
     }
     return 0;
