@@ -201,32 +201,76 @@ const float* decode(DataType type, const uint8_t* data, uint64_t first, uint64_t
 // Non-finite elements take the neutral value of the reduction, so NaN and ±inf never widen a range.
 inline float finite_or(float v, float neutral) { return std::fabs(v) <= std::numeric_limits<float>::max() ? v : neutral; }
 
-void reduce_range(const float* v, uint64_t n, float& lo, float& hi) {
+// The scans below are written on 8-lane vectors (GCC/Clang vector extensions) so that they vectorise
+// without -ffast-math: every lane does exactly what the scalar code did for its elements, in the same
+// order, so ranges are identical and error sums identical. On x86-64 they are also compiled for AVX2
+// and picked at run time (no FMA: a fused multiply-add would round differently from the other clone).
+using Lanes = float __attribute__((vector_size(32)));
+using LaneBits = int32_t __attribute__((vector_size(32)));
+constexpr int kLanes = 8;
+#if defined(__x86_64__) && defined(__ELF__) && !defined(QDQ_NO_TARGET_CLONES) && \
+    ((defined(__clang__) && __clang_major__ >= 14) || (!defined(__clang__) && defined(__GNUC__)))
+#define QDQ_SCAN_CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#define QDQ_SCAN_CLONES
+#endif
+
+#define QDQ_LANES_LOAD(out, pointer) std::memcpy(&(out), (pointer), sizeof(Lanes))
+#define QDQ_LANES_STORE(pointer, in) std::memcpy((pointer), &(in), sizeof(Lanes))
+// mask ? a : b lane by lane (mask lanes all ones or all zeros).
+#define QDQ_LANES_SELECT(mask, a, b) \
+  reinterpret_cast<Lanes>((reinterpret_cast<LaneBits>(a) & (mask)) | (reinterpret_cast<LaneBits>(b) & ~(mask)))
+// All ones in the lanes whose value is finite (|x| < inf; NaN has a larger bit pattern than inf).
+#define QDQ_LANES_FINITE(x) ((reinterpret_cast<LaneBits>(x) & 0x7FFFFFFF) < 0x7F800000)
+
+QDQ_SCAN_CLONES void reduce_range(const float* v, uint64_t n, float& lo, float& hi) {
   constexpr float inf = std::numeric_limits<float>::infinity();
-  float l[8] = {inf, inf, inf, inf, inf, inf, inf, inf};
-  float h[8] = {-inf, -inf, -inf, -inf, -inf, -inf, -inf, -inf};
+  Lanes l, h;
+  for (int lane = 0; lane < kLanes; ++lane) {
+    l[lane] = inf;
+    h[lane] = -inf;
+  }
+  const Lanes pos = l, neg = h;
   uint64_t k = 0;
-  for (; k + 8 <= n; k += 8) {
-    for (int lane = 0; lane < 8; ++lane) {
-      const float x = v[k + static_cast<uint64_t>(lane)];
-      const float a = finite_or(x, inf), b = finite_or(x, -inf);
-      l[lane] = a < l[lane] ? a : l[lane];
-      h[lane] = b > h[lane] ? b : h[lane];
-    }
+  for (; k + kLanes <= n; k += kLanes) {
+    Lanes x;
+    QDQ_LANES_LOAD(x, v + k);
+    const LaneBits finite = QDQ_LANES_FINITE(x);
+    const Lanes a = QDQ_LANES_SELECT(finite, x, pos), b = QDQ_LANES_SELECT(finite, x, neg);
+    l = QDQ_LANES_SELECT(a < l, a, l);
+    h = QDQ_LANES_SELECT(b > h, b, h);
   }
   for (; k < n; ++k) {
     l[0] = std::min(l[0], finite_or(v[k], inf));
     h[0] = std::max(h[0], finite_or(v[k], -inf));
   }
-  for (int lane = 0; lane < 8; ++lane) {
+  for (int lane = 0; lane < kLanes; ++lane) {
     lo = std::min(lo, l[lane]);
     hi = std::max(hi, h[lane]);
   }
 }
 
-void widen_elementwise(const float* v, uint64_t n, float* lo, float* hi) {
+QDQ_SCAN_CLONES void widen_elementwise(const float* v, uint64_t n, float* lo, float* hi) {
   constexpr float inf = std::numeric_limits<float>::infinity();
-  for (uint64_t k = 0; k < n; ++k) {
+  Lanes pos, neg;
+  for (int lane = 0; lane < kLanes; ++lane) {
+    pos[lane] = inf;
+    neg[lane] = -inf;
+  }
+  uint64_t k = 0;
+  for (; k + kLanes <= n; k += kLanes) {
+    Lanes x, l, h;
+    QDQ_LANES_LOAD(x, v + k);
+    QDQ_LANES_LOAD(l, lo + k);
+    QDQ_LANES_LOAD(h, hi + k);
+    const LaneBits finite = QDQ_LANES_FINITE(x);
+    const Lanes a = QDQ_LANES_SELECT(finite, x, pos), b = QDQ_LANES_SELECT(finite, x, neg);
+    l = QDQ_LANES_SELECT(a < l, a, l);
+    h = QDQ_LANES_SELECT(b > h, b, h);
+    QDQ_LANES_STORE(lo + k, l);
+    QDQ_LANES_STORE(hi + k, h);
+  }
+  for (; k < n; ++k) {
     const float a = finite_or(v[k], inf), b = finite_or(v[k], -inf);
     lo[k] = a < lo[k] ? a : lo[k];
     hi[k] = b > hi[k] ? b : hi[k];
@@ -234,35 +278,39 @@ void widen_elementwise(const float* v, uint64_t n, float* lo, float* hi) {
 }
 
 // Σw², Σ(w−ŵ)² and max|w−ŵ| over the finite w; counts the others. Blocks of 1024 are summed in float
-// lanes (vectorizable) and added in double; a block holding magnitudes whose squares could overflow
+// lanes (vectorised) and added in double; a block holding magnitudes whose squares could overflow
 // float is summed in double instead.
-void accumulate_error(const float* w, const float* back, uint64_t n, double& signal, double& noise, double& max_error,
-                      uint64_t& non_finite) {
+QDQ_SCAN_CLONES void accumulate_error(const float* w, const float* back, uint64_t n, double& signal, double& noise,
+                                      double& max_error, uint64_t& non_finite) {
   constexpr uint64_t kBlock = 1024;
   constexpr float kMaxFinite = std::numeric_limits<float>::max();
+  const LaneBits magnitude = {0x7FFFFFFF, 0x7FFFFFFF, 0x7FFFFFFF, 0x7FFFFFFF,
+                              0x7FFFFFFF, 0x7FFFFFFF, 0x7FFFFFFF, 0x7FFFFFFF};
+  const Lanes zero = {};
   for (uint64_t b0 = 0; b0 < n; b0 += kBlock) {
     const uint64_t count = std::min(kBlock, n - b0);
     const float* x = w + b0;
     const float* y = back + b0;
-    float s[8] = {}, e2[8] = {}, m[8] = {}, big[8] = {}, bad[8] = {};
+    Lanes s = {}, e2 = {}, m = {}, big = {};
+    LaneBits bad = {};
     uint64_t k = 0;
-    for (; k + 8 <= count; k += 8) {
-      for (int lane = 0; lane < 8; ++lane) {
-        const uint64_t i = k + static_cast<uint64_t>(lane);
-        const float ax = std::fabs(x[i]);
-        const bool finite = ax <= kMaxFinite;
-        const float xv = finite ? x[i] : 0.0f, yv = finite ? y[i] : 0.0f;
-        const float e = xv - yv;
-        s[lane] += xv * xv;
-        e2[lane] += e * e;
-        const float ae = std::fabs(e), axv = std::fabs(xv);
-        m[lane] = ae > m[lane] ? ae : m[lane];
-        big[lane] = axv > big[lane] ? axv : big[lane];
-        bad[lane] += finite ? 0.0f : 1.0f;
-      }
+    for (; k + kLanes <= count; k += kLanes) {
+      Lanes xl, yl;
+      QDQ_LANES_LOAD(xl, x + k);
+      QDQ_LANES_LOAD(yl, y + k);
+      const LaneBits finite = QDQ_LANES_FINITE(xl);
+      const Lanes xv = QDQ_LANES_SELECT(finite, xl, zero), yv = QDQ_LANES_SELECT(finite, yl, zero);
+      const Lanes e = xv - yv;
+      s += xv * xv;
+      e2 += e * e;
+      const Lanes ae = reinterpret_cast<Lanes>(reinterpret_cast<LaneBits>(e) & magnitude);
+      const Lanes axv = reinterpret_cast<Lanes>(reinterpret_cast<LaneBits>(xv) & magnitude);
+      m = QDQ_LANES_SELECT(ae > m, ae, m);
+      big = QDQ_LANES_SELECT(axv > big, axv, big);
+      bad += ~finite & 1;
     }
     float biggest = 0;
-    for (int lane = 0; lane < 8; ++lane) biggest = std::max(biggest, big[lane]);
+    for (int lane = 0; lane < kLanes; ++lane) biggest = std::max(biggest, big[lane]);
     for (uint64_t i = k; i < count; ++i) biggest = std::max(biggest, finite_or(std::fabs(x[i]), 0.0f));
     if (biggest > 1e18f) {  // squares near float's range: the whole block in double
       for (uint64_t i = 0; i < count; ++i) {
@@ -287,7 +335,7 @@ void accumulate_error(const float* w, const float* back, uint64_t n, double& sig
       noise += e * e;
       max_error = std::max(max_error, std::fabs(e));
     }
-    for (int lane = 0; lane < 8; ++lane) {
+    for (int lane = 0; lane < kLanes; ++lane) {
       signal += s[lane];
       noise += e2[lane];
       max_error = std::max(max_error, static_cast<double>(m[lane]));
