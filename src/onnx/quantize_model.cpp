@@ -4,14 +4,18 @@
 #include <fnmatch.h>
 
 #include <algorithm>
+#include <atomic>
 #include <charconv>
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <exception>
 #include <limits>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <set>
+#include <thread>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -399,13 +403,13 @@ Geometry geometry(std::span<const int64_t> shape, const WeightGranularity& granu
   return g;
 }
 
-// Rows of dimension 0 handled per chunk: about 4 Mi elements, whole blocks when blocked along axis 0,
+// Rows of dimension 0 handled per chunk: about `target` elements, whole blocks when blocked along axis 0,
 // and an even element count when codes are packed, so each chunk starts on a byte.
-uint64_t chunk_rows(const Geometry& g, bool packed) {
+uint64_t chunk_rows(const Geometry& g, bool packed, uint64_t target) {
   if (g.dims.empty() || g.dims[0] == 0) return 1;
   const uint64_t rows = static_cast<uint64_t>(g.dims[0]);
   const uint64_t row = g.elements / rows;
-  uint64_t chunk = std::max<uint64_t>(1, (uint64_t{1} << 22) / std::max<uint64_t>(row, 1));
+  uint64_t chunk = std::max<uint64_t>(1, target / std::max<uint64_t>(row, 1));
   if (g.kind == WeightGranularity::Kind::kBlocked && g.axis == 0) chunk = (chunk + g.block - 1) / g.block * g.block;
   if (packed && row % 2 == 1 && chunk % 2 == 1) ++chunk;
   return std::min(chunk, rows);
@@ -503,7 +507,10 @@ QuantizedWeight quantize_weight(const TensorView& weight, WeightFormat format, c
   const bool packed = f.bits == 4;
   const uint64_t rows = g.dims.empty() ? 1 : static_cast<uint64_t>(g.dims[0]);
   const uint64_t row = rows == 0 ? 0 : g.elements / rows;
-  const uint64_t step = chunk_rows(g, packed);
+  const uint64_t step = chunk_rows(g, packed, uint64_t{1} << 22);
+  // Pass 2 quantizes, dequantizes and compares in pieces of about 1 MiB of float32, so the weight and
+  // its dequantized copy are still in the cache when the error is summed.
+  const uint64_t step2 = chunk_rows(g, packed, uint64_t{1} << 18);
 
   // Pass 1: the finite range of every scale group. NaN and ±inf do not widen a range.
   std::vector<float> lo(g.params, std::numeric_limits<float>::infinity());
@@ -603,35 +610,89 @@ QuantizedWeight quantize_weight(const TensorView& weight, WeightFormat format, c
   if (!with_zero_point) qa.output_dtype = static_cast<int64_t>(f.element);
   if (f.mx) da.output_dtype = static_cast<int64_t>(weight.type);
   result.codes = make_tensor(f.element, g.dims);
-  double signal = 0, noise = 0, max_error = 0;
-  uint64_t non_finite = 0;
-  std::vector<float> decoded_back;
-  std::vector<uint8_t> back;  // one chunk of the dequantized weight, reused
-  for (uint64_t r0 = 0; r0 < rows || (rows == 0 && r0 == 0); r0 += std::max<uint64_t>(step, 1)) {
-    if (rows == 0) break;
-    const uint64_t r1 = std::min(rows, r0 + step);
+  // Each piece is quantized, dequantized and compared on one thread (the kernels are called
+  // single-threaded: at this size the pool's hand-over costs more than it gains); pieces run in
+  // parallel a wave at a time, and their sums are added in piece order, so nothing depends on threads.
+  struct PieceError {
+    double signal = 0, noise = 0, max_error = 0;
+    uint64_t non_finite = 0;
+  };
+  const uint64_t pieces = rows == 0 ? 0 : (rows + step2 - 1) / step2;
+  std::vector<PieceError> errors(static_cast<size_t>(pieces));
+  ExecutionOptions single;
+  single.num_threads = 1;
+  single.force_scalar = execution.force_scalar;
+  const auto run_piece = [&](uint64_t piece) {
+    const uint64_t r0 = piece * step2, r1 = std::min(rows, r0 + step2);
     const uint64_t e0 = r0 * row, count = (r1 - r0) * row;
     std::vector<int64_t> chunk_shape = g.dims;
     if (!chunk_shape.empty()) chunk_shape[0] = static_cast<int64_t>(r1 - r0);
     const ParamSlice ps = param_slice(g, r0, r1);
-    const Tensor scale = slice(result.scale, ps.first, ps.count, ps.shape);
-    std::optional<Tensor> zp;
-    if (with_zero_point) zp = slice(zero_point, ps.first, ps.count, ps.shape);
+    // Parameters shared by every piece (per tensor, per channel along a later axis) are used in place.
+    const bool all_params = ps.first == 0 && ps.count == g.params;
+    std::optional<Tensor> scale_part, zp_part;
+    if (!all_params) {
+      scale_part = slice(result.scale, ps.first, ps.count, ps.shape);
+      if (with_zero_point) zp_part = slice(zero_point, ps.first, ps.count, ps.shape);
+    }
     TensorView xv{weight.type, chunk_shape, x + e0 * weight_size, static_cast<size_t>(count * weight_size)};
     const uint64_t code_offset = e0 * static_cast<uint64_t>(f.bits) / 8;
     const size_t code_bytes = static_cast<size_t>(storage_bytes(f.element, count));
     MutableTensorView yv{f.element, chunk_shape, result.codes.data.data() + code_offset, code_bytes};
-    const TensorView sv = scale.view();
-    const TensorView zv = zp ? zp->view() : TensorView{};
-    quantize_linear(qa, xv, sv, zp ? &zv : nullptr, yv, execution);
-    back.resize(static_cast<size_t>(count * weight_size));
+    const TensorView sv = all_params ? result.scale.view() : scale_part->view();
+    const TensorView zv = !with_zero_point ? TensorView{} : all_params ? zero_point.view() : zp_part->view();
+    const TensorView* zpv = with_zero_point ? &zv : nullptr;
+    quantize_linear(qa, xv, sv, zpv, yv, single);
+    std::vector<uint8_t> back(static_cast<size_t>(count * weight_size));
     const MutableTensorView back_view{weight.type, chunk_shape, back.data(), back.size()};
     const TensorView codes_view{f.element, chunk_shape, yv.data, code_bytes};
-    dequantize_linear(da, codes_view, sv, zp ? &zv : nullptr, back_view, execution);
-    const float* original = decode(weight.type, x, e0, count, decoded);
+    dequantize_linear(da, codes_view, sv, zpv, back_view, single);
+    std::vector<float> decoded_x, decoded_back;
+    const float* original = decode(weight.type, x, e0, count, decoded_x);
     const float* restored = decode(weight.type, back.data(), 0, count, decoded_back);
-    accumulate_error(original, restored, count, signal, noise, max_error, non_finite);
-    if (release) release(static_cast<size_t>((e0 + count) * weight_size));
+    PieceError& pe = errors[static_cast<size_t>(piece)];
+    accumulate_error(original, restored, count, pe.signal, pe.noise, pe.max_error, pe.non_finite);
+  };
+  const int threads = execution.parallel_for ? 0
+                      : execution.num_threads > 0 ? execution.num_threads
+                                                  : default_num_threads();
+  constexpr uint64_t kWave = 16;  // pieces per wave: about 16 MiB of float32, then its pages are released
+  for (uint64_t w0 = 0; w0 < pieces; w0 += kWave) {
+    const uint64_t w1 = std::min(pieces, w0 + kWave);
+    if (execution.parallel_for) {
+      execution.parallel_for(static_cast<size_t>(w1 - w0), [&](size_t task) { run_piece(w0 + task); });
+    } else if (threads <= 1 || w1 - w0 == 1) {
+      for (uint64_t piece = w0; piece < w1; ++piece) run_piece(piece);
+    } else {
+      std::atomic<uint64_t> next{w0};
+      std::mutex failure_mutex;
+      std::exception_ptr failure;
+      const auto drain = [&] {
+        for (uint64_t piece = next.fetch_add(1); piece < w1; piece = next.fetch_add(1)) {
+          try {
+            run_piece(piece);
+          } catch (...) {
+            std::lock_guard<std::mutex> lock(failure_mutex);
+            if (!failure) failure = std::current_exception();
+          }
+        }
+      };
+      std::vector<std::thread> helpers;
+      const uint64_t helper_count = std::min<uint64_t>(static_cast<uint64_t>(threads - 1), w1 - w0 - 1);
+      for (uint64_t h = 0; h < helper_count; ++h) helpers.emplace_back(drain);
+      drain();
+      for (std::thread& t : helpers) t.join();
+      if (failure) std::rethrow_exception(failure);
+    }
+    if (release) release(static_cast<size_t>(std::min(rows, w1 * step2) * row * weight_size));
+  }
+  double signal = 0, noise = 0, max_error = 0;
+  uint64_t non_finite = 0;
+  for (const PieceError& pe : errors) {
+    signal += pe.signal;
+    noise += pe.noise;
+    max_error = std::max(max_error, pe.max_error);
+    non_finite += pe.non_finite;
   }
   // Sub-byte padding bits stay zero: make_tensor zero-fills and quantize_linear clears them.
   if (with_zero_point && f.integer) result.zero_point = std::move(zero_point);
