@@ -517,7 +517,13 @@ QuantizedWeight quantize_weight(const TensorView& weight, WeightFormat format, c
   std::vector<float> hi(g.params, -std::numeric_limits<float>::infinity());
   QuantizedWeight result;
   std::vector<float> decoded;
-  for (uint64_t r0 = 0; r0 < rows && g.inner > 0; r0 += step) {
+  // Blocked along axis 0 (MatMul weights blocked along K), a piece of pass 2 holds whole blocks, so it
+  // finds its own ranges and parameters just before quantizing them: the weight is read from memory
+  // once. Packed zero points need each piece's parameters to start on a byte.
+  const bool fused = g.kind == WeightGranularity::Kind::kBlocked && g.axis == 0 && !g.dims.empty() &&
+                     g.inner > 0 && step2 % g.block == 0 &&
+                     (!packed || ((step2 / g.block) * g.inner) % 2 == 0);
+  for (uint64_t r0 = 0; r0 < rows && g.inner > 0 && !fused; r0 += step) {
     const uint64_t r1 = std::min(rows, r0 + step);
     const uint64_t e0 = r0 * row, e1 = r1 * row;
     const float* v = decode(weight.type, x, e0, e1 - e0, decoded);
@@ -567,7 +573,8 @@ QuantizedWeight quantize_weight(const TensorView& weight, WeightFormat format, c
                                                                : static_cast<double>(std::numeric_limits<float>::max());
   const int64_t qmin = f.integer ? (f.signed_codes ? -(int64_t{1} << (f.bits - 1)) : 0) : 0;
   const int64_t qmax = f.integer ? (f.signed_codes ? (int64_t{1} << (f.bits - 1)) - 1 : (int64_t{1} << f.bits) - 1) : 0;
-  for (uint64_t p = 0; p < g.params; ++p) {
+  const auto compute_params = [&](uint64_t p_begin, uint64_t p_end) {
+  for (uint64_t p = p_begin; p < p_end; ++p) {
     const bool any = lo[p] <= hi[p];
     const double amax = any ? std::max(std::fabs(static_cast<double>(lo[p])), std::fabs(static_cast<double>(hi[p]))) : 0.0;
     if (f.mx) {
@@ -598,6 +605,8 @@ QuantizedWeight quantize_weight(const TensorView& weight, WeightFormat format, c
     }
     if (with_zero_point) store_code(f.element, zero_point.data.data(), p, zp);
   }
+  };
+  if (!fused) compute_params(0, g.params);
 
   // Pass 2: QuantizeLinear at the output opset from the stored parameters, chunk by chunk, then
   // DequantizeLinear of the same chunk for the error.
@@ -627,6 +636,15 @@ QuantizedWeight quantize_weight(const TensorView& weight, WeightFormat format, c
     const uint64_t e0 = r0 * row, count = (r1 - r0) * row;
     std::vector<int64_t> chunk_shape = g.dims;
     if (!chunk_shape.empty()) chunk_shape[0] = static_cast<int64_t>(r1 - r0);
+    if (fused) {
+      std::vector<float> decoded_rows;
+      const float* values = decode(weight.type, x, e0, count, decoded_rows);
+      for (uint64_t r = r0; r < r1; ++r) {
+        const uint64_t p = (r / g.block) * g.inner;
+        widen_elementwise(values + (r - r0) * row, g.inner, lo.data() + p, hi.data() + p);
+      }
+      compute_params(r0 / g.block * g.inner, (r1 + g.block - 1) / g.block * g.inner);
+    }
     const ParamSlice ps = param_slice(g, r0, r1);
     // Parameters shared by every piece (per tensor, per channel along a later axis) are used in place.
     const bool all_params = ps.first == 0 && ps.count == g.params;
@@ -643,13 +661,15 @@ QuantizedWeight quantize_weight(const TensorView& weight, WeightFormat format, c
     const TensorView zv = !with_zero_point ? TensorView{} : all_params ? zero_point.view() : zp_part->view();
     const TensorView* zpv = with_zero_point ? &zv : nullptr;
     quantize_linear(qa, xv, sv, zpv, yv, single);
-    std::vector<uint8_t> back(static_cast<size_t>(count * weight_size));
-    const MutableTensorView back_view{weight.type, chunk_shape, back.data(), back.size()};
+    // Written whole by dequantize_linear: not zero-filled first.
+    const size_t back_bytes = static_cast<size_t>(count * weight_size);
+    const std::unique_ptr<uint8_t[]> back(new uint8_t[back_bytes]);
+    const MutableTensorView back_view{weight.type, chunk_shape, back.get(), back_bytes};
     const TensorView codes_view{f.element, chunk_shape, yv.data, code_bytes};
     dequantize_linear(da, codes_view, sv, zpv, back_view, single);
     std::vector<float> decoded_x, decoded_back;
     const float* original = decode(weight.type, x, e0, count, decoded_x);
-    const float* restored = decode(weight.type, back.data(), 0, count, decoded_back);
+    const float* restored = decode(weight.type, back.get(), 0, count, decoded_back);
     PieceError& pe = errors[static_cast<size_t>(piece)];
     accumulate_error(original, restored, count, pe.signal, pe.noise, pe.max_error, pe.non_finite);
   };
