@@ -370,14 +370,19 @@ ModelWriter::ModelWriter(const std::string& output_path, bool external_data)
   for (int attempt = 0; attempt < 100; ++attempt) {
     std::string candidate = folder + "/." + name + ".qdq-tmp." + std::to_string(::getpid()) + "." +
                             std::to_string(counter++);
+    // Registered before it exists, so a signal right after mkdir() still removes it (rmdir() of a
+    // missing or foreign non-empty folder does nothing).
+    const int slot = register_cleanup(candidate, true);
     if (::mkdir(candidate.c_str(), 0700) == 0) {
       staging_ = std::move(candidate);
+      cleanup_slots_.push_back(slot);
       break;
     }
-    if (errno != EEXIST) fail(output_path, "cannot create a file in '" + folder + "': " + system_error(errno));
+    const int error = errno;
+    unregister_cleanup(slot);
+    if (error != EEXIST) fail(output_path, "cannot create a file in '" + folder + "': " + system_error(error));
   }
   if (staging_.empty()) fail(output_path, "cannot create a staging folder: too many name collisions");
-  cleanup_slots_.push_back(register_cleanup(staging_, true));
   staged_model_ = staging_ + "/" + name;
   staged_data_ = staging_ + "/" + location_;
   // The file names are registered before the files exist: unlink() of a missing file is harmless.
