@@ -523,23 +523,23 @@ QuantizedWeight quantize_weight(const TensorView& weight, WeightFormat format, c
   const bool fused = g.kind == WeightGranularity::Kind::kBlocked && g.axis == 0 && !g.dims.empty() &&
                      g.inner > 0 && step2 % g.block == 0 &&
                      (!packed || ((step2 / g.block) * g.inner) % 2 == 0);
-  for (uint64_t r0 = 0; r0 < rows && g.inner > 0 && !fused; r0 += step) {
-    const uint64_t r1 = std::min(rows, r0 + step);
+  const auto scan_rows = [&](uint64_t r0, uint64_t r1, float* range_lo, float* range_hi,
+                             std::vector<float>& buffer) {
     const uint64_t e0 = r0 * row, e1 = r1 * row;
-    const float* v = decode(weight.type, x, e0, e1 - e0, decoded);
+    const float* v = decode(weight.type, x, e0, e1 - e0, buffer);
     if (g.kind == WeightGranularity::Kind::kPerTensor) {
-      reduce_range(v, e1 - e0, lo[0], hi[0]);
+      reduce_range(v, e1 - e0, range_lo[0], range_hi[0]);
     } else if (g.inner == 1) {
       // The axis is the last one: rows of `channels` consecutive elements.
       for (uint64_t e = e0; e < e1; e += g.channels) {
         const float* line = v + (e - e0);
         const uint64_t o = e / g.channels;
         if (g.kind == WeightGranularity::Kind::kPerChannel) {
-          widen_elementwise(line, g.channels, lo.data(), hi.data());
+          widen_elementwise(line, g.channels, range_lo, range_hi);
         } else {
           for (uint64_t b = 0; b < g.blocks; ++b) {
             const uint64_t first = b * g.block, n = std::min(g.block, g.channels - first);
-            reduce_range(line + first, n, lo[o * g.blocks + b], hi[o * g.blocks + b]);
+            reduce_range(line + first, n, range_lo[o * g.blocks + b], range_hi[o * g.blocks + b]);
           }
         }
       }
@@ -549,10 +549,10 @@ QuantizedWeight quantize_weight(const TensorView& weight, WeightFormat format, c
       for (uint64_t e = e0; e < e1; e += g.inner) {
         const float* values = v + (e - e0);
         if (g.kind == WeightGranularity::Kind::kPerChannel) {
-          reduce_range(values, g.inner, lo[c], hi[c]);
+          reduce_range(values, g.inner, range_lo[c], range_hi[c]);
         } else {
           const uint64_t p = (o * g.blocks + c / g.block) * g.inner;
-          widen_elementwise(values, g.inner, lo.data() + p, hi.data() + p);
+          widen_elementwise(values, g.inner, range_lo + p, range_hi + p);
         }
         if (++c == g.channels) {
           c = 0;
@@ -560,7 +560,85 @@ QuantizedWeight quantize_weight(const TensorView& weight, WeightFormat format, c
         }
       }
     }
-    if (release) release(static_cast<size_t>(e1 * weight_size));
+  };
+
+  // Runs piece(0 .. pieces) a wave of kWave at a time, in parallel as `execution` says (pieces are
+  // fixed, so results never depend on it), and after_wave(end) when a wave's pieces have finished.
+  const int threads = execution.parallel_for ? 0
+                      : execution.num_threads > 0 ? execution.num_threads
+                                                  : default_num_threads();
+  constexpr uint64_t kWave = 16;  // pieces per wave: about 16 MiB of float32, then its pages are released
+  const auto run_waves = [&](uint64_t pieces, const std::function<void(uint64_t)>& piece,
+                             const std::function<void(uint64_t)>& after_wave) {
+    for (uint64_t w0 = 0; w0 < pieces; w0 += kWave) {
+      const uint64_t w1 = std::min(pieces, w0 + kWave);
+      if (execution.parallel_for) {
+        execution.parallel_for(static_cast<size_t>(w1 - w0), [&](size_t task) { piece(w0 + task); });
+      } else if (threads <= 1 || w1 - w0 == 1) {
+        for (uint64_t k = w0; k < w1; ++k) piece(k);
+      } else {
+        std::atomic<uint64_t> next{w0};
+        std::mutex failure_mutex;
+        std::exception_ptr failure;
+        const auto drain = [&] {
+          for (uint64_t k = next.fetch_add(1); k < w1; k = next.fetch_add(1)) {
+            try {
+              piece(k);
+            } catch (...) {
+              std::lock_guard<std::mutex> lock(failure_mutex);
+              if (!failure) failure = std::current_exception();
+            }
+          }
+        };
+        std::vector<std::thread> helpers;
+        const uint64_t helper_count = std::min<uint64_t>(static_cast<uint64_t>(threads - 1), w1 - w0 - 1);
+        for (uint64_t h = 0; h < helper_count; ++h) helpers.emplace_back(drain);
+        drain();
+        for (std::thread& t : helpers) t.join();
+        if (failure) std::rethrow_exception(failure);
+      }
+      after_wave(w1);
+    }
+  };
+
+  if (!fused && g.inner > 0 && rows > 0) {
+    // Blocked or per channel along axis 0, the parameters follow the rows: one serial pass (a piece's
+    // copy of every range would cost more than its scan).
+    if (g.kind == WeightGranularity::Kind::kBlocked ||
+        (g.kind == WeightGranularity::Kind::kPerChannel && g.axis == 0)) {
+      for (uint64_t r0 = 0; r0 < rows; r0 += step) {
+        const uint64_t r1 = std::min(rows, r0 + step);
+        scan_rows(r0, r1, lo.data(), hi.data(), decoded);
+        if (release) release(static_cast<size_t>(r1 * row * weight_size));
+      }
+    } else {
+      // Per tensor or per channel along a later axis (at most a row's worth of parameters): each piece
+      // widens its own copy of the ranges;
+      // the copies are merged in piece order (min and max are exact, so any order gives the same).
+      const uint64_t pieces = (rows + step2 - 1) / step2;
+      std::vector<float> piece_lo(static_cast<size_t>(kWave * g.params)), piece_hi(piece_lo.size());
+      run_waves(
+          pieces,
+          [&](uint64_t k) {
+            float* l = piece_lo.data() + (k % kWave) * g.params;
+            float* h = piece_hi.data() + (k % kWave) * g.params;
+            std::fill(l, l + g.params, std::numeric_limits<float>::infinity());
+            std::fill(h, h + g.params, -std::numeric_limits<float>::infinity());
+            std::vector<float> buffer;
+            scan_rows(k * step2, std::min(rows, (k + 1) * step2), l, h, buffer);
+          },
+          [&](uint64_t w1) {
+            for (uint64_t k = (w1 - 1) / kWave * kWave; k < w1; ++k) {
+              const float* l = piece_lo.data() + (k % kWave) * g.params;
+              const float* h = piece_hi.data() + (k % kWave) * g.params;
+              for (uint64_t q = 0; q < g.params; ++q) {
+                lo[q] = std::min(lo[q], l[q]);
+                hi[q] = std::max(hi[q], h[q]);
+              }
+            }
+            if (release) release(static_cast<size_t>(std::min(rows, w1 * step2) * row * weight_size));
+          });
+    }
   }
 
   // The scales and zero points (README of the rules: docs/model-quantization.md).
@@ -673,39 +751,9 @@ QuantizedWeight quantize_weight(const TensorView& weight, WeightFormat format, c
     PieceError& pe = errors[static_cast<size_t>(piece)];
     accumulate_error(original, restored, count, pe.signal, pe.noise, pe.max_error, pe.non_finite);
   };
-  const int threads = execution.parallel_for ? 0
-                      : execution.num_threads > 0 ? execution.num_threads
-                                                  : default_num_threads();
-  constexpr uint64_t kWave = 16;  // pieces per wave: about 16 MiB of float32, then its pages are released
-  for (uint64_t w0 = 0; w0 < pieces; w0 += kWave) {
-    const uint64_t w1 = std::min(pieces, w0 + kWave);
-    if (execution.parallel_for) {
-      execution.parallel_for(static_cast<size_t>(w1 - w0), [&](size_t task) { run_piece(w0 + task); });
-    } else if (threads <= 1 || w1 - w0 == 1) {
-      for (uint64_t piece = w0; piece < w1; ++piece) run_piece(piece);
-    } else {
-      std::atomic<uint64_t> next{w0};
-      std::mutex failure_mutex;
-      std::exception_ptr failure;
-      const auto drain = [&] {
-        for (uint64_t piece = next.fetch_add(1); piece < w1; piece = next.fetch_add(1)) {
-          try {
-            run_piece(piece);
-          } catch (...) {
-            std::lock_guard<std::mutex> lock(failure_mutex);
-            if (!failure) failure = std::current_exception();
-          }
-        }
-      };
-      std::vector<std::thread> helpers;
-      const uint64_t helper_count = std::min<uint64_t>(static_cast<uint64_t>(threads - 1), w1 - w0 - 1);
-      for (uint64_t h = 0; h < helper_count; ++h) helpers.emplace_back(drain);
-      drain();
-      for (std::thread& t : helpers) t.join();
-      if (failure) std::rethrow_exception(failure);
-    }
+  run_waves(pieces, run_piece, [&](uint64_t w1) {
     if (release) release(static_cast<size_t>(std::min(rows, w1 * step2) * row * weight_size));
-  }
+  });
   double signal = 0, noise = 0, max_error = 0;
   uint64_t non_finite = 0;
   for (const PieceError& pe : errors) {

@@ -852,7 +852,9 @@ TEST(QuantizeWeight, ResultsDoNotDependOnThreads) {
         EXPECT_EQ(q.codes.data, base.codes.data);
         EXPECT_EQ(q.scale.data, base.scale.data);
         ASSERT_EQ(q.zero_point.has_value(), base.zero_point.has_value());
-        if (q.zero_point) EXPECT_EQ(q.zero_point->data, base.zero_point->data);
+        if (q.zero_point) {
+          EXPECT_EQ(q.zero_point->data, base.zero_point->data);
+        }
         EXPECT_EQ(q.sqnr_db, base.sqnr_db);
         EXPECT_EQ(q.max_abs_error, base.max_abs_error);
         EXPECT_EQ(q.non_finite, 3u);
