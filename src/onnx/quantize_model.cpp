@@ -4,14 +4,18 @@
 #include <fnmatch.h>
 
 #include <algorithm>
+#include <atomic>
 #include <charconv>
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <exception>
 #include <limits>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <set>
+#include <thread>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -201,32 +205,76 @@ const float* decode(DataType type, const uint8_t* data, uint64_t first, uint64_t
 // Non-finite elements take the neutral value of the reduction, so NaN and ±inf never widen a range.
 inline float finite_or(float v, float neutral) { return std::fabs(v) <= std::numeric_limits<float>::max() ? v : neutral; }
 
-void reduce_range(const float* v, uint64_t n, float& lo, float& hi) {
+// The scans below are written on 8-lane vectors (GCC/Clang vector extensions) so that they vectorise
+// without -ffast-math: every lane does exactly what the scalar code did for its elements, in the same
+// order, so ranges are identical and error sums identical. On x86-64 they are also compiled for AVX2
+// and picked at run time (no FMA: a fused multiply-add would round differently from the other clone).
+using Lanes = float __attribute__((vector_size(32)));
+using LaneBits = int32_t __attribute__((vector_size(32)));
+constexpr int kLanes = 8;
+#if defined(__x86_64__) && defined(__ELF__) && !defined(QDQ_NO_TARGET_CLONES) && \
+    ((defined(__clang__) && __clang_major__ >= 14) || (!defined(__clang__) && defined(__GNUC__)))
+#define QDQ_SCAN_CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#define QDQ_SCAN_CLONES
+#endif
+
+#define QDQ_LANES_LOAD(out, pointer) std::memcpy(&(out), (pointer), sizeof(Lanes))
+#define QDQ_LANES_STORE(pointer, in) std::memcpy((pointer), &(in), sizeof(Lanes))
+// mask ? a : b lane by lane (mask lanes all ones or all zeros).
+#define QDQ_LANES_SELECT(mask, a, b) \
+  reinterpret_cast<Lanes>((reinterpret_cast<LaneBits>(a) & (mask)) | (reinterpret_cast<LaneBits>(b) & ~(mask)))
+// All ones in the lanes whose value is finite (|x| < inf; NaN has a larger bit pattern than inf).
+#define QDQ_LANES_FINITE(x) ((reinterpret_cast<LaneBits>(x) & 0x7FFFFFFF) < 0x7F800000)
+
+QDQ_SCAN_CLONES void reduce_range(const float* v, uint64_t n, float& lo, float& hi) {
   constexpr float inf = std::numeric_limits<float>::infinity();
-  float l[8] = {inf, inf, inf, inf, inf, inf, inf, inf};
-  float h[8] = {-inf, -inf, -inf, -inf, -inf, -inf, -inf, -inf};
+  Lanes l, h;
+  for (int lane = 0; lane < kLanes; ++lane) {
+    l[lane] = inf;
+    h[lane] = -inf;
+  }
+  const Lanes pos = l, neg = h;
   uint64_t k = 0;
-  for (; k + 8 <= n; k += 8) {
-    for (int lane = 0; lane < 8; ++lane) {
-      const float x = v[k + static_cast<uint64_t>(lane)];
-      const float a = finite_or(x, inf), b = finite_or(x, -inf);
-      l[lane] = a < l[lane] ? a : l[lane];
-      h[lane] = b > h[lane] ? b : h[lane];
-    }
+  for (; k + kLanes <= n; k += kLanes) {
+    Lanes x;
+    QDQ_LANES_LOAD(x, v + k);
+    const LaneBits finite = QDQ_LANES_FINITE(x);
+    const Lanes a = QDQ_LANES_SELECT(finite, x, pos), b = QDQ_LANES_SELECT(finite, x, neg);
+    l = QDQ_LANES_SELECT(a < l, a, l);
+    h = QDQ_LANES_SELECT(b > h, b, h);
   }
   for (; k < n; ++k) {
     l[0] = std::min(l[0], finite_or(v[k], inf));
     h[0] = std::max(h[0], finite_or(v[k], -inf));
   }
-  for (int lane = 0; lane < 8; ++lane) {
+  for (int lane = 0; lane < kLanes; ++lane) {
     lo = std::min(lo, l[lane]);
     hi = std::max(hi, h[lane]);
   }
 }
 
-void widen_elementwise(const float* v, uint64_t n, float* lo, float* hi) {
+QDQ_SCAN_CLONES void widen_elementwise(const float* v, uint64_t n, float* lo, float* hi) {
   constexpr float inf = std::numeric_limits<float>::infinity();
-  for (uint64_t k = 0; k < n; ++k) {
+  Lanes pos, neg;
+  for (int lane = 0; lane < kLanes; ++lane) {
+    pos[lane] = inf;
+    neg[lane] = -inf;
+  }
+  uint64_t k = 0;
+  for (; k + kLanes <= n; k += kLanes) {
+    Lanes x, l, h;
+    QDQ_LANES_LOAD(x, v + k);
+    QDQ_LANES_LOAD(l, lo + k);
+    QDQ_LANES_LOAD(h, hi + k);
+    const LaneBits finite = QDQ_LANES_FINITE(x);
+    const Lanes a = QDQ_LANES_SELECT(finite, x, pos), b = QDQ_LANES_SELECT(finite, x, neg);
+    l = QDQ_LANES_SELECT(a < l, a, l);
+    h = QDQ_LANES_SELECT(b > h, b, h);
+    QDQ_LANES_STORE(lo + k, l);
+    QDQ_LANES_STORE(hi + k, h);
+  }
+  for (; k < n; ++k) {
     const float a = finite_or(v[k], inf), b = finite_or(v[k], -inf);
     lo[k] = a < lo[k] ? a : lo[k];
     hi[k] = b > hi[k] ? b : hi[k];
@@ -234,35 +282,39 @@ void widen_elementwise(const float* v, uint64_t n, float* lo, float* hi) {
 }
 
 // Σw², Σ(w−ŵ)² and max|w−ŵ| over the finite w; counts the others. Blocks of 1024 are summed in float
-// lanes (vectorizable) and added in double; a block holding magnitudes whose squares could overflow
+// lanes (vectorised) and added in double; a block holding magnitudes whose squares could overflow
 // float is summed in double instead.
-void accumulate_error(const float* w, const float* back, uint64_t n, double& signal, double& noise, double& max_error,
-                      uint64_t& non_finite) {
+QDQ_SCAN_CLONES void accumulate_error(const float* w, const float* back, uint64_t n, double& signal, double& noise,
+                                      double& max_error, uint64_t& non_finite) {
   constexpr uint64_t kBlock = 1024;
   constexpr float kMaxFinite = std::numeric_limits<float>::max();
+  const LaneBits magnitude = {0x7FFFFFFF, 0x7FFFFFFF, 0x7FFFFFFF, 0x7FFFFFFF,
+                              0x7FFFFFFF, 0x7FFFFFFF, 0x7FFFFFFF, 0x7FFFFFFF};
+  const Lanes zero = {};
   for (uint64_t b0 = 0; b0 < n; b0 += kBlock) {
     const uint64_t count = std::min(kBlock, n - b0);
     const float* x = w + b0;
     const float* y = back + b0;
-    float s[8] = {}, e2[8] = {}, m[8] = {}, big[8] = {}, bad[8] = {};
+    Lanes s = {}, e2 = {}, m = {}, big = {};
+    LaneBits bad = {};
     uint64_t k = 0;
-    for (; k + 8 <= count; k += 8) {
-      for (int lane = 0; lane < 8; ++lane) {
-        const uint64_t i = k + static_cast<uint64_t>(lane);
-        const float ax = std::fabs(x[i]);
-        const bool finite = ax <= kMaxFinite;
-        const float xv = finite ? x[i] : 0.0f, yv = finite ? y[i] : 0.0f;
-        const float e = xv - yv;
-        s[lane] += xv * xv;
-        e2[lane] += e * e;
-        const float ae = std::fabs(e), axv = std::fabs(xv);
-        m[lane] = ae > m[lane] ? ae : m[lane];
-        big[lane] = axv > big[lane] ? axv : big[lane];
-        bad[lane] += finite ? 0.0f : 1.0f;
-      }
+    for (; k + kLanes <= count; k += kLanes) {
+      Lanes xl, yl;
+      QDQ_LANES_LOAD(xl, x + k);
+      QDQ_LANES_LOAD(yl, y + k);
+      const LaneBits finite = QDQ_LANES_FINITE(xl);
+      const Lanes xv = QDQ_LANES_SELECT(finite, xl, zero), yv = QDQ_LANES_SELECT(finite, yl, zero);
+      const Lanes e = xv - yv;
+      s += xv * xv;
+      e2 += e * e;
+      const Lanes ae = reinterpret_cast<Lanes>(reinterpret_cast<LaneBits>(e) & magnitude);
+      const Lanes axv = reinterpret_cast<Lanes>(reinterpret_cast<LaneBits>(xv) & magnitude);
+      m = QDQ_LANES_SELECT(ae > m, ae, m);
+      big = QDQ_LANES_SELECT(axv > big, axv, big);
+      bad += ~finite & 1;
     }
     float biggest = 0;
-    for (int lane = 0; lane < 8; ++lane) biggest = std::max(biggest, big[lane]);
+    for (int lane = 0; lane < kLanes; ++lane) biggest = std::max(biggest, big[lane]);
     for (uint64_t i = k; i < count; ++i) biggest = std::max(biggest, finite_or(std::fabs(x[i]), 0.0f));
     if (biggest > 1e18f) {  // squares near float's range: the whole block in double
       for (uint64_t i = 0; i < count; ++i) {
@@ -287,7 +339,7 @@ void accumulate_error(const float* w, const float* back, uint64_t n, double& sig
       noise += e * e;
       max_error = std::max(max_error, std::fabs(e));
     }
-    for (int lane = 0; lane < 8; ++lane) {
+    for (int lane = 0; lane < kLanes; ++lane) {
       signal += s[lane];
       noise += e2[lane];
       max_error = std::max(max_error, static_cast<double>(m[lane]));
@@ -351,13 +403,13 @@ Geometry geometry(std::span<const int64_t> shape, const WeightGranularity& granu
   return g;
 }
 
-// Rows of dimension 0 handled per chunk: about 4 Mi elements, whole blocks when blocked along axis 0,
+// Rows of dimension 0 handled per chunk: about `target` elements, whole blocks when blocked along axis 0,
 // and an even element count when codes are packed, so each chunk starts on a byte.
-uint64_t chunk_rows(const Geometry& g, bool packed) {
+uint64_t chunk_rows(const Geometry& g, bool packed, uint64_t target) {
   if (g.dims.empty() || g.dims[0] == 0) return 1;
   const uint64_t rows = static_cast<uint64_t>(g.dims[0]);
   const uint64_t row = g.elements / rows;
-  uint64_t chunk = std::max<uint64_t>(1, (uint64_t{1} << 22) / std::max<uint64_t>(row, 1));
+  uint64_t chunk = std::max<uint64_t>(1, target / std::max<uint64_t>(row, 1));
   if (g.kind == WeightGranularity::Kind::kBlocked && g.axis == 0) chunk = (chunk + g.block - 1) / g.block * g.block;
   if (packed && row % 2 == 1 && chunk % 2 == 1) ++chunk;
   return std::min(chunk, rows);
@@ -455,30 +507,39 @@ QuantizedWeight quantize_weight(const TensorView& weight, WeightFormat format, c
   const bool packed = f.bits == 4;
   const uint64_t rows = g.dims.empty() ? 1 : static_cast<uint64_t>(g.dims[0]);
   const uint64_t row = rows == 0 ? 0 : g.elements / rows;
-  const uint64_t step = chunk_rows(g, packed);
+  const uint64_t step = chunk_rows(g, packed, uint64_t{1} << 22);
+  // Pass 2 quantizes, dequantizes and compares in pieces of about 1 MiB of float32, so the weight and
+  // its dequantized copy are still in the cache when the error is summed.
+  const uint64_t step2 = chunk_rows(g, packed, uint64_t{1} << 18);
 
   // Pass 1: the finite range of every scale group. NaN and ±inf do not widen a range.
   std::vector<float> lo(g.params, std::numeric_limits<float>::infinity());
   std::vector<float> hi(g.params, -std::numeric_limits<float>::infinity());
   QuantizedWeight result;
   std::vector<float> decoded;
-  for (uint64_t r0 = 0; r0 < rows && g.inner > 0; r0 += step) {
-    const uint64_t r1 = std::min(rows, r0 + step);
+  // Blocked along axis 0 (MatMul weights blocked along K), a piece of pass 2 holds whole blocks, so it
+  // finds its own ranges and parameters just before quantizing them: the weight is read from memory
+  // once. Packed zero points need each piece's parameters to start on a byte.
+  const bool fused = g.kind == WeightGranularity::Kind::kBlocked && g.axis == 0 && !g.dims.empty() &&
+                     g.inner > 0 && step2 % g.block == 0 &&
+                     (!packed || ((step2 / g.block) * g.inner) % 2 == 0);
+  const auto scan_rows = [&](uint64_t r0, uint64_t r1, float* range_lo, float* range_hi,
+                             std::vector<float>& buffer) {
     const uint64_t e0 = r0 * row, e1 = r1 * row;
-    const float* v = decode(weight.type, x, e0, e1 - e0, decoded);
+    const float* v = decode(weight.type, x, e0, e1 - e0, buffer);
     if (g.kind == WeightGranularity::Kind::kPerTensor) {
-      reduce_range(v, e1 - e0, lo[0], hi[0]);
+      reduce_range(v, e1 - e0, range_lo[0], range_hi[0]);
     } else if (g.inner == 1) {
       // The axis is the last one: rows of `channels` consecutive elements.
       for (uint64_t e = e0; e < e1; e += g.channels) {
         const float* line = v + (e - e0);
         const uint64_t o = e / g.channels;
         if (g.kind == WeightGranularity::Kind::kPerChannel) {
-          widen_elementwise(line, g.channels, lo.data(), hi.data());
+          widen_elementwise(line, g.channels, range_lo, range_hi);
         } else {
           for (uint64_t b = 0; b < g.blocks; ++b) {
             const uint64_t first = b * g.block, n = std::min(g.block, g.channels - first);
-            reduce_range(line + first, n, lo[o * g.blocks + b], hi[o * g.blocks + b]);
+            reduce_range(line + first, n, range_lo[o * g.blocks + b], range_hi[o * g.blocks + b]);
           }
         }
       }
@@ -488,10 +549,10 @@ QuantizedWeight quantize_weight(const TensorView& weight, WeightFormat format, c
       for (uint64_t e = e0; e < e1; e += g.inner) {
         const float* values = v + (e - e0);
         if (g.kind == WeightGranularity::Kind::kPerChannel) {
-          reduce_range(values, g.inner, lo[c], hi[c]);
+          reduce_range(values, g.inner, range_lo[c], range_hi[c]);
         } else {
           const uint64_t p = (o * g.blocks + c / g.block) * g.inner;
-          widen_elementwise(values, g.inner, lo.data() + p, hi.data() + p);
+          widen_elementwise(values, g.inner, range_lo + p, range_hi + p);
         }
         if (++c == g.channels) {
           c = 0;
@@ -499,7 +560,85 @@ QuantizedWeight quantize_weight(const TensorView& weight, WeightFormat format, c
         }
       }
     }
-    if (release) release(static_cast<size_t>(e1 * weight_size));
+  };
+
+  // Runs piece(0 .. pieces) a wave of kWave at a time, in parallel as `execution` says (pieces are
+  // fixed, so results never depend on it), and after_wave(end) when a wave's pieces have finished.
+  const int threads = execution.parallel_for ? 0
+                      : execution.num_threads > 0 ? execution.num_threads
+                                                  : default_num_threads();
+  constexpr uint64_t kWave = 16;  // pieces per wave: about 16 MiB of float32, then its pages are released
+  const auto run_waves = [&](uint64_t pieces, const std::function<void(uint64_t)>& piece,
+                             const std::function<void(uint64_t)>& after_wave) {
+    for (uint64_t w0 = 0; w0 < pieces; w0 += kWave) {
+      const uint64_t w1 = std::min(pieces, w0 + kWave);
+      if (execution.parallel_for) {
+        execution.parallel_for(static_cast<size_t>(w1 - w0), [&](size_t task) { piece(w0 + task); });
+      } else if (threads <= 1 || w1 - w0 == 1) {
+        for (uint64_t k = w0; k < w1; ++k) piece(k);
+      } else {
+        std::atomic<uint64_t> next{w0};
+        std::mutex failure_mutex;
+        std::exception_ptr failure;
+        const auto drain = [&] {
+          for (uint64_t k = next.fetch_add(1); k < w1; k = next.fetch_add(1)) {
+            try {
+              piece(k);
+            } catch (...) {
+              std::lock_guard<std::mutex> lock(failure_mutex);
+              if (!failure) failure = std::current_exception();
+            }
+          }
+        };
+        std::vector<std::thread> helpers;
+        const uint64_t helper_count = std::min<uint64_t>(static_cast<uint64_t>(threads - 1), w1 - w0 - 1);
+        for (uint64_t h = 0; h < helper_count; ++h) helpers.emplace_back(drain);
+        drain();
+        for (std::thread& t : helpers) t.join();
+        if (failure) std::rethrow_exception(failure);
+      }
+      after_wave(w1);
+    }
+  };
+
+  if (!fused && g.inner > 0 && rows > 0) {
+    // Blocked or per channel along axis 0, the parameters follow the rows: one serial pass (a piece's
+    // copy of every range would cost more than its scan).
+    if (g.kind == WeightGranularity::Kind::kBlocked ||
+        (g.kind == WeightGranularity::Kind::kPerChannel && g.axis == 0)) {
+      for (uint64_t r0 = 0; r0 < rows; r0 += step) {
+        const uint64_t r1 = std::min(rows, r0 + step);
+        scan_rows(r0, r1, lo.data(), hi.data(), decoded);
+        if (release) release(static_cast<size_t>(r1 * row * weight_size));
+      }
+    } else {
+      // Per tensor or per channel along a later axis (at most a row's worth of parameters): each piece
+      // widens its own copy of the ranges;
+      // the copies are merged in piece order (min and max are exact, so any order gives the same).
+      const uint64_t pieces = (rows + step2 - 1) / step2;
+      std::vector<float> piece_lo(static_cast<size_t>(kWave * g.params)), piece_hi(piece_lo.size());
+      run_waves(
+          pieces,
+          [&](uint64_t k) {
+            float* l = piece_lo.data() + (k % kWave) * g.params;
+            float* h = piece_hi.data() + (k % kWave) * g.params;
+            std::fill(l, l + g.params, std::numeric_limits<float>::infinity());
+            std::fill(h, h + g.params, -std::numeric_limits<float>::infinity());
+            std::vector<float> buffer;
+            scan_rows(k * step2, std::min(rows, (k + 1) * step2), l, h, buffer);
+          },
+          [&](uint64_t w1) {
+            for (uint64_t k = (w1 - 1) / kWave * kWave; k < w1; ++k) {
+              const float* l = piece_lo.data() + (k % kWave) * g.params;
+              const float* h = piece_hi.data() + (k % kWave) * g.params;
+              for (uint64_t q = 0; q < g.params; ++q) {
+                lo[q] = std::min(lo[q], l[q]);
+                hi[q] = std::max(hi[q], h[q]);
+              }
+            }
+            if (release) release(static_cast<size_t>(std::min(rows, w1 * step2) * row * weight_size));
+          });
+    }
   }
 
   // The scales and zero points (README of the rules: docs/model-quantization.md).
@@ -512,7 +651,8 @@ QuantizedWeight quantize_weight(const TensorView& weight, WeightFormat format, c
                                                                : static_cast<double>(std::numeric_limits<float>::max());
   const int64_t qmin = f.integer ? (f.signed_codes ? -(int64_t{1} << (f.bits - 1)) : 0) : 0;
   const int64_t qmax = f.integer ? (f.signed_codes ? (int64_t{1} << (f.bits - 1)) - 1 : (int64_t{1} << f.bits) - 1) : 0;
-  for (uint64_t p = 0; p < g.params; ++p) {
+  const auto compute_params = [&](uint64_t p_begin, uint64_t p_end) {
+  for (uint64_t p = p_begin; p < p_end; ++p) {
     const bool any = lo[p] <= hi[p];
     const double amax = any ? std::max(std::fabs(static_cast<double>(lo[p])), std::fabs(static_cast<double>(hi[p]))) : 0.0;
     if (f.mx) {
@@ -543,6 +683,8 @@ QuantizedWeight quantize_weight(const TensorView& weight, WeightFormat format, c
     }
     if (with_zero_point) store_code(f.element, zero_point.data.data(), p, zp);
   }
+  };
+  if (!fused) compute_params(0, g.params);
 
   // Pass 2: QuantizeLinear at the output opset from the stored parameters, chunk by chunk, then
   // DequantizeLinear of the same chunk for the error.
@@ -555,35 +697,70 @@ QuantizedWeight quantize_weight(const TensorView& weight, WeightFormat format, c
   if (!with_zero_point) qa.output_dtype = static_cast<int64_t>(f.element);
   if (f.mx) da.output_dtype = static_cast<int64_t>(weight.type);
   result.codes = make_tensor(f.element, g.dims);
-  double signal = 0, noise = 0, max_error = 0;
-  uint64_t non_finite = 0;
-  std::vector<float> decoded_back;
-  std::vector<uint8_t> back;  // one chunk of the dequantized weight, reused
-  for (uint64_t r0 = 0; r0 < rows || (rows == 0 && r0 == 0); r0 += std::max<uint64_t>(step, 1)) {
-    if (rows == 0) break;
-    const uint64_t r1 = std::min(rows, r0 + step);
+  // Each piece is quantized, dequantized and compared on one thread (the kernels are called
+  // single-threaded: at this size the pool's hand-over costs more than it gains); pieces run in
+  // parallel a wave at a time, and their sums are added in piece order, so nothing depends on threads.
+  struct PieceError {
+    double signal = 0, noise = 0, max_error = 0;
+    uint64_t non_finite = 0;
+  };
+  const uint64_t pieces = rows == 0 ? 0 : (rows + step2 - 1) / step2;
+  std::vector<PieceError> errors(static_cast<size_t>(pieces));
+  ExecutionOptions single;
+  single.num_threads = 1;
+  single.force_scalar = execution.force_scalar;
+  const auto run_piece = [&](uint64_t piece) {
+    const uint64_t r0 = piece * step2, r1 = std::min(rows, r0 + step2);
     const uint64_t e0 = r0 * row, count = (r1 - r0) * row;
     std::vector<int64_t> chunk_shape = g.dims;
     if (!chunk_shape.empty()) chunk_shape[0] = static_cast<int64_t>(r1 - r0);
+    if (fused) {
+      std::vector<float> decoded_rows;
+      const float* values = decode(weight.type, x, e0, count, decoded_rows);
+      for (uint64_t r = r0; r < r1; ++r) {
+        const uint64_t p = (r / g.block) * g.inner;
+        widen_elementwise(values + (r - r0) * row, g.inner, lo.data() + p, hi.data() + p);
+      }
+      compute_params(r0 / g.block * g.inner, (r1 + g.block - 1) / g.block * g.inner);
+    }
     const ParamSlice ps = param_slice(g, r0, r1);
-    const Tensor scale = slice(result.scale, ps.first, ps.count, ps.shape);
-    std::optional<Tensor> zp;
-    if (with_zero_point) zp = slice(zero_point, ps.first, ps.count, ps.shape);
+    // Parameters shared by every piece (per tensor, per channel along a later axis) are used in place.
+    const bool all_params = ps.first == 0 && ps.count == g.params;
+    std::optional<Tensor> scale_part, zp_part;
+    if (!all_params) {
+      scale_part = slice(result.scale, ps.first, ps.count, ps.shape);
+      if (with_zero_point) zp_part = slice(zero_point, ps.first, ps.count, ps.shape);
+    }
     TensorView xv{weight.type, chunk_shape, x + e0 * weight_size, static_cast<size_t>(count * weight_size)};
     const uint64_t code_offset = e0 * static_cast<uint64_t>(f.bits) / 8;
     const size_t code_bytes = static_cast<size_t>(storage_bytes(f.element, count));
     MutableTensorView yv{f.element, chunk_shape, result.codes.data.data() + code_offset, code_bytes};
-    const TensorView sv = scale.view();
-    const TensorView zv = zp ? zp->view() : TensorView{};
-    quantize_linear(qa, xv, sv, zp ? &zv : nullptr, yv, execution);
-    back.resize(static_cast<size_t>(count * weight_size));
-    const MutableTensorView back_view{weight.type, chunk_shape, back.data(), back.size()};
+    const TensorView sv = all_params ? result.scale.view() : scale_part->view();
+    const TensorView zv = !with_zero_point ? TensorView{} : all_params ? zero_point.view() : zp_part->view();
+    const TensorView* zpv = with_zero_point ? &zv : nullptr;
+    quantize_linear(qa, xv, sv, zpv, yv, single);
+    // Written whole by dequantize_linear: not zero-filled first.
+    const size_t back_bytes = static_cast<size_t>(count * weight_size);
+    const std::unique_ptr<uint8_t[]> back(new uint8_t[back_bytes]);
+    const MutableTensorView back_view{weight.type, chunk_shape, back.get(), back_bytes};
     const TensorView codes_view{f.element, chunk_shape, yv.data, code_bytes};
-    dequantize_linear(da, codes_view, sv, zp ? &zv : nullptr, back_view, execution);
-    const float* original = decode(weight.type, x, e0, count, decoded);
-    const float* restored = decode(weight.type, back.data(), 0, count, decoded_back);
-    accumulate_error(original, restored, count, signal, noise, max_error, non_finite);
-    if (release) release(static_cast<size_t>((e0 + count) * weight_size));
+    dequantize_linear(da, codes_view, sv, zpv, back_view, single);
+    std::vector<float> decoded_x, decoded_back;
+    const float* original = decode(weight.type, x, e0, count, decoded_x);
+    const float* restored = decode(weight.type, back.get(), 0, count, decoded_back);
+    PieceError& pe = errors[static_cast<size_t>(piece)];
+    accumulate_error(original, restored, count, pe.signal, pe.noise, pe.max_error, pe.non_finite);
+  };
+  run_waves(pieces, run_piece, [&](uint64_t w1) {
+    if (release) release(static_cast<size_t>(std::min(rows, w1 * step2) * row * weight_size));
+  });
+  double signal = 0, noise = 0, max_error = 0;
+  uint64_t non_finite = 0;
+  for (const PieceError& pe : errors) {
+    signal += pe.signal;
+    noise += pe.noise;
+    max_error = std::max(max_error, pe.max_error);
+    non_finite += pe.non_finite;
   }
   // Sub-byte padding bits stay zero: make_tensor zero-fills and quantize_linear clears them.
   if (with_zero_point && f.integer) result.zero_point = std::move(zero_point);

@@ -58,7 +58,8 @@ int64_t required_opset(WeightFormat format, const WeightGranularity& granularity
 /// `symmetric` is false; only the integer formats have an asymmetric form) and QuantizeLinear at
 /// `opset`, then measures the error with DequantizeLinear. `release(end)` (may be empty) is told when
 /// the weight's bytes [0, end) have been read for the last time, so a mapping can drop them.
-/// Allocates the codes, scales and chunk-sized scratch; threads as `execution` says. Throws
+/// Allocates the codes, scales and chunk-sized scratch; threads as `execution` says (pieces of about
+/// 1 MiB, in parallel, each quantized by a single-threaded kernel; results never depend on it). Throws
 /// qdq::Error for a weight type or granularity the format cannot take.
 QuantizedWeight quantize_weight(const TensorView& weight, WeightFormat format, const WeightGranularity& granularity,
                                 bool symmetric, int64_t opset, const ExecutionOptions& execution = {},

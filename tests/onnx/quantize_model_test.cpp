@@ -8,6 +8,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <limits>
 #include <map>
 
@@ -807,6 +808,58 @@ TEST(QuantizeModel, CodesAreQuantizeLinearOfTheStoredScales) {
     const qdq::TensorView zv = zero_point ? zero_point->view() : qdq::TensorView{};
     qdq::quantize_linear(a, weight.view(), scale.view(), zero_point ? &zv : nullptr, expected.mutable_view());
     EXPECT_EQ(expected.data, codes.data);
+  }
+}
+
+// quantize_weight works in pieces spread over threads (and, blocked along axis 0, finds each piece's
+// parameters inside the piece): every byte and every report figure must be the same whatever the
+// thread count or the order the caller's parallel_for runs the pieces in. The shape gives several
+// pieces with odd row lengths; a few NaN and inf elements take the non-finite paths.
+TEST(QuantizeWeight, ResultsDoNotDependOnThreads) {
+  const std::vector<int64_t> shape = {600, 1030};
+  std::vector<float> values(600 * 1030);
+  uint32_t state = 12345;
+  for (float& v : values) {
+    state = state * 1664525u + 1013904223u;
+    v = (static_cast<float>(state >> 8) / 16777216.0f - 0.5f) * 3.0f;
+  }
+  values[7] = std::numeric_limits<float>::quiet_NaN();
+  values[300000] = std::numeric_limits<float>::infinity();
+  values[600000] = -std::numeric_limits<float>::infinity();
+  const qdq::TensorView weight{DataType::kFloat, shape, values.data(), values.size() * sizeof(float)};
+  std::vector<WeightGranularity> granularities(3);
+  granularities[0].kind = WeightGranularity::Kind::kPerChannel;
+  granularities[0].axis = 1;
+  granularities[1].kind = granularities[2].kind = WeightGranularity::Kind::kBlocked;
+  granularities[1].axis = 0;
+  granularities[2].axis = 1;
+  granularities[1].block_size = granularities[2].block_size = 32;
+  qdq::ExecutionOptions one, three, reversed;
+  one.num_threads = 1;
+  three.num_threads = 3;
+  reversed.parallel_for = [](size_t tasks, const std::function<void(size_t)>& body) {
+    for (size_t t = tasks; t-- > 0;) body(t);
+  };
+  for (WeightFormat f : kAllFormats) {
+    const bool mx = f == WeightFormat::kMxfp8 || f == WeightFormat::kMxfp4;
+    const bool symmetric = f != WeightFormat::kUint8 && f != WeightFormat::kUint4;
+    for (const WeightGranularity& granularity : granularities) {
+      if (mx && granularity.kind != WeightGranularity::Kind::kBlocked) continue;
+      SCOPED_TRACE(std::string(qdq::onnx::weight_format_name(f)) + " " + granularity.to_string());
+      const auto base = qdq::onnx::quantize_weight(weight, f, granularity, symmetric, 24, one);
+      for (const qdq::ExecutionOptions* execution : {&three, &reversed}) {
+        const auto q = qdq::onnx::quantize_weight(weight, f, granularity, symmetric, 24, *execution);
+        EXPECT_EQ(q.codes.data, base.codes.data);
+        EXPECT_EQ(q.scale.data, base.scale.data);
+        ASSERT_EQ(q.zero_point.has_value(), base.zero_point.has_value());
+        if (q.zero_point) {
+          EXPECT_EQ(q.zero_point->data, base.zero_point->data);
+        }
+        EXPECT_EQ(q.sqnr_db, base.sqnr_db);
+        EXPECT_EQ(q.max_abs_error, base.max_abs_error);
+        EXPECT_EQ(q.non_finite, 3u);
+      }
+    }
   }
 }
 
