@@ -8,8 +8,12 @@ import hashlib
 import os
 import pathlib
 import re
+import signal
+import subprocess
+import time
 
 import numpy as np
+import pytest
 import onnx
 from onnx import helper, numpy_helper
 
@@ -298,3 +302,27 @@ def dequantized_weights(original, quantized, quantized_dir, names):
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", max(19, opset(quantized)))],
                               ir_version=max(9, quantized.ir_version))
     return dict(zip(keys, ReferenceEvaluator(model).run(None, {})))
+
+
+def interrupt_while_staged(args, folder, signal_name, expected_names):
+    """Starts `args` (a qdq command writing into `folder`), sends `signal_name` once its staged output
+    (`.out.onnx.qdq-tmp*`) appears, and asserts that the signal ended it and only `expected_names` remain
+    in `folder`. Skips if the command finished before the signal could arrive."""
+    folder = pathlib.Path(folder)
+    number = getattr(signal, signal_name)
+    process = subprocess.Popen([str(a) for a in args], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    def staged():
+        return any(p.name.startswith(".out.onnx.qdq-tmp") for p in folder.iterdir())
+
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and not staged() and process.poll() is None:
+        time.sleep(0.002)
+    was_staged = staged()
+    process.send_signal(number)
+    code = process.wait(timeout=30)
+    if code == 0:
+        pytest.skip("qdq finished before the signal arrived")
+    assert was_staged
+    assert code == -number
+    assert {p.name for p in folder.iterdir()} == set(expected_names)

@@ -12,6 +12,7 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 from onnx.reference import ReferenceEvaluator
+import modelcheck
 
 FORMATS = ["int8", "uint8", "int4", "uint4", "float8e4m3fn", "mxfp8", "mxfp4"]
 
@@ -172,10 +173,6 @@ def test_external_data_flag(run_qdq, tmp_path):
 
 @pytest.mark.parametrize("signal_name", ["SIGTERM", "SIGINT"])
 def test_signal_leaves_nothing_behind(qdq_cli, tmp_path, signal_name):
-    import signal
-    import subprocess
-    import time
-
     rng = np.random.default_rng(3)
     inits, nodes = [], []
     for k in range(4):
@@ -185,17 +182,5 @@ def test_signal_leaves_nothing_behind(qdq_cli, tmp_path, signal_name):
                               [helper.make_tensor_value_info("x4", TensorProto.FLOAT, [1, 2048])], inits)
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)], ir_version=10),
               str(tmp_path / "in.onnx"))
-    process = subprocess.Popen([str(qdq_cli), "quantize", str(tmp_path / "in.onnx"), "-o", str(tmp_path / "out.onnx"),
-                                "--format", "int4", "--external-data", "--threads", "1"],
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline and not any(p.name.startswith(".out.onnx.qdq-tmp") for p in tmp_path.iterdir()):
-        time.sleep(0.002)
-    staged = any(p.name.startswith(".out.onnx.qdq-tmp") for p in tmp_path.iterdir())
-    process.send_signal(getattr(signal, signal_name))
-    code = process.wait(timeout=30)
-    if code == 0:
-        pytest.skip("qdq finished before the signal arrived")
-    assert staged
-    assert code == -getattr(signal, signal_name)
-    assert {p.name for p in tmp_path.iterdir()} == {"in.onnx"}
+    modelcheck.interrupt_while_staged([qdq_cli, "quantize", tmp_path / "in.onnx", "-o", tmp_path / "out.onnx", "--format", "int4",
+                            "--external-data", "--threads", "1"], tmp_path, signal_name, {"in.onnx"})

@@ -14,6 +14,7 @@ import onnx
 import onnxruntime as ort
 import pytest
 from onnx import TensorProto, helper, numpy_helper
+import modelcheck
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 # The real models: QDQ_MODELS_DIR, else the repository's copy, else the shared folder of the workplace.
@@ -529,32 +530,14 @@ def test_external_data_path_attacks_are_refused(run_qdq, tmp_path, location, mes
 
 @pytest.mark.parametrize("signal_name", ["SIGINT", "SIGTERM"])
 def test_signal_while_writing_leaves_nothing_behind(qdq_cli, tmp_path, signal_name):
-    import signal
-    import subprocess
-    import time
-
     # 128 MiB of external data: copying it into the staged OUT.onnx.data takes long enough to be hit.
     inits = [numpy_helper.from_array(np.full((2048, 2048), k, np.float32), f"w{k}") for k in range(8)]
     nodes = [node("MatMul", [f"x{k}", f"w{k}"], [f"x{k + 1}"]) for k in range(8)]
     model = make_model(nodes, [("x0", FLOAT, [1, 2048])], [("x8", FLOAT, None)], 11, inits)
     (tmp_path / "in").mkdir()
     onnx.save(model, tmp_path / "in" / "m.onnx", save_as_external_data=True, location="m.data")
-    process = subprocess.Popen([str(qdq_cli), "convert", str(tmp_path / "in" / "m.onnx"), "-o",
-                                str(tmp_path / "out.onnx"), "--opset", "13"],
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline and not any(p.name.startswith(".out.onnx.qdq-tmp") for p in tmp_path.iterdir()):
-        if process.poll() is not None:
-            break
-        time.sleep(0.002)
-    staged = any(p.name.startswith(".out.onnx.qdq-tmp") for p in tmp_path.iterdir())
-    process.send_signal(getattr(signal, signal_name))
-    code = process.wait(timeout=30)
-    if code == 0:
-        pytest.skip("qdq finished before the signal arrived")
-    assert staged
-    assert code == -getattr(signal, signal_name)
-    assert {p.name for p in tmp_path.iterdir()} == {"in"}
+    modelcheck.interrupt_while_staged([qdq_cli, "convert", tmp_path / "in" / "m.onnx", "-o", tmp_path / "out.onnx", "--opset", "13"],
+                           tmp_path, signal_name, {"in"})
 
 
 def test_output_over_the_input_is_refused(run_qdq, tmp_path):
