@@ -316,8 +316,9 @@ QDQ_SCAN_CLONES void accumulate_error(const float* w, const float* back, uint64_
     float biggest = 0;
     for (int lane = 0; lane < kLanes; ++lane) biggest = std::max(biggest, big[lane]);
     for (uint64_t i = k; i < count; ++i) biggest = std::max(biggest, finite_or(std::fabs(x[i]), 0.0f));
-    if (biggest > 1e18f) {  // squares near float's range: the whole block in double
-      for (uint64_t i = 0; i < count; ++i) {
+    // Elements [from, count) one by one, in double.
+    const auto add_in_double = [&](uint64_t from) {
+      for (uint64_t i = from; i < count; ++i) {
         if (!(std::fabs(x[i]) <= kMaxFinite)) {
           ++non_finite;
           continue;
@@ -327,18 +328,12 @@ QDQ_SCAN_CLONES void accumulate_error(const float* w, const float* back, uint64_
         noise += e * e;
         max_error = std::max(max_error, std::fabs(e));
       }
+    };
+    if (biggest > 1e18f) {  // squares near float's range: the whole block in double
+      add_in_double(0);
       continue;
     }
-    for (uint64_t i = k; i < count; ++i) {
-      if (!(std::fabs(x[i]) <= kMaxFinite)) {
-        ++non_finite;
-        continue;
-      }
-      const double e = static_cast<double>(x[i]) - static_cast<double>(y[i]);
-      signal += static_cast<double>(x[i]) * static_cast<double>(x[i]);
-      noise += e * e;
-      max_error = std::max(max_error, std::fabs(e));
-    }
+    add_in_double(k);
     for (int lane = 0; lane < kLanes; ++lane) {
       signal += s[lane];
       noise += e2[lane];

@@ -178,25 +178,31 @@ struct Step {
     node.set_input(k, name);
   }
 
-  std::string add_int64s(const std::string& what, const std::vector<int64_t>& values) {
-    ::onnx::TensorProto tensor;
+  // A new initializer of the node's graph, named after the node and `what`; the caller fills it (no
+  // dims = a scalar). The reference is valid until the next new_tensor.
+  ::onnx::TensorProto& new_tensor(const std::string& what, int32_t data_type) {
+    ::onnx::TensorProto& tensor = tensors.emplace_back();
     tensor.set_name(names->unique(base + "_" + what));
-    tensor.set_data_type(7);  // INT64
+    tensor.set_data_type(data_type);
+    return tensor;
+  }
+
+  std::string add_int64s(const std::string& what, const std::vector<int64_t>& values) {
+    ::onnx::TensorProto& tensor = new_tensor(what, 7);  // INT64
     tensor.add_dims(static_cast<int64_t>(values.size()));
     for (int64_t v : values) tensor.add_int64_data(v);
-    tensors.push_back(tensor);
     return tensor.name();
   }
   // A constant of `input`'s element type holding `value`: float32 directly, any other (or unknown)
   // type through CastLike (opset 15+), so the comparison happens in the input's own type as before.
   std::string add_like(const std::string& what, float value, const std::string& like) {
-    ::onnx::TensorProto tensor;
-    tensor.set_name(names->unique(base + "_" + what));
-    tensor.set_data_type(1);  // FLOAT
-    tensor.add_float_data(value);
-    tensors.push_back(tensor);
+    const std::string name = [&] {
+      ::onnx::TensorProto& tensor = new_tensor(what, 1);  // FLOAT
+      tensor.add_float_data(value);
+      return tensor.name();
+    }();
     const auto it = types->find(like);
-    if (it != types->end() && it->second == 1) return tensor.name();
+    if (it != types->end() && it->second == 1) return name;
     if (target_opset < 15) {
       throw Refusal{"the element type of input '" + like +
                     "' is unknown or not float32, and CastLike needs opset 15 or later"};
@@ -204,7 +210,7 @@ struct Step {
     ::onnx::NodeProto cast;
     cast.set_op_type("CastLike");
     cast.set_name(names->unique(base + "_" + what + "_cast"));
-    cast.add_input(tensor.name());
+    cast.add_input(name);
     cast.add_input(like);
     cast.add_output(names->unique(base + "_" + what + "_typed"));
     before.push_back(cast);
@@ -251,11 +257,8 @@ void dft_20(Step& s) {
   s.require_literal("axis");
   const int64_t axis = s.get_int("axis", 1);
   s.remove("axis");
-  ::onnx::TensorProto tensor;
-  tensor.set_name(s.names->unique(s.base + "_axis"));
-  tensor.set_data_type(7);
+  ::onnx::TensorProto& tensor = s.new_tensor("axis", 7);
   tensor.add_int64_data(axis);  // a scalar: no dims
-  s.tensors.push_back(tensor);
   s.set_input(2, tensor.name());
   s.notes.push_back("axis attribute -> input");
 }
@@ -410,11 +413,8 @@ void dropout_12(Step& s) {
   if (!s.has("ratio")) return;
   const float ratio = s.get_float("ratio", 0.5f);
   s.remove("ratio");
-  ::onnx::TensorProto tensor;
-  tensor.set_name(s.names->unique(s.base + "_ratio"));
-  tensor.set_data_type(1);
+  ::onnx::TensorProto& tensor = s.new_tensor("ratio", 1);
   tensor.add_float_data(ratio);  // a scalar: no dims
-  s.tensors.push_back(tensor);
   s.set_input(1, tensor.name());
   s.notes.push_back("ratio attribute -> input");
 }
@@ -533,12 +533,9 @@ void upsample_9(Step& s) {
   s.require_literal("scales");
   const auto* attr = s.typed("scales", ::onnx::AttributeProto::FLOATS, "FLOATS");
   if (attr == nullptr) throw Refusal{"Upsample-7 without a scales attribute"};
-  ::onnx::TensorProto tensor;
-  tensor.set_name(s.names->unique(s.base + "_scales"));
-  tensor.set_data_type(1);
+  ::onnx::TensorProto& tensor = s.new_tensor("scales", 1);
   tensor.add_dims(attr->floats_size());
   for (float v : attr->floats()) tensor.add_float_data(v);
-  s.tensors.push_back(tensor);
   s.remove("scales");
   s.set_input(1, tensor.name());
   s.notes.push_back("scales attribute -> input");
@@ -560,11 +557,8 @@ void resize_11(Step& s) {
   const std::string scales = s.input(1);
   std::string roi;
   if (s.target_opset < 13) {  // roi is a required input at 11 and 12: an empty float tensor
-    ::onnx::TensorProto tensor;
-    tensor.set_name(s.names->unique(s.base + "_roi"));
-    tensor.set_data_type(1);
+    ::onnx::TensorProto& tensor = s.new_tensor("roi", 1);
     tensor.add_dims(0);
-    s.tensors.push_back(tensor);
     roi = tensor.name();
   }
   s.set_input(1, roi);
