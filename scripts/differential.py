@@ -315,6 +315,14 @@ def quotient(case):
     return q.astype(np.float64)
 
 
+def quotient_in_float32(case):
+    """x / scale divided in float32, as ONNX Runtime's CPU kernels divide."""
+    x = case.inputs[0].astype(np.float32)
+    s = expand(case.inputs[1], case.shape, case.gran, case.attrs.get("axis", 1), case.attrs.get("block_size", 0))
+    with np.errstate(all="ignore"):
+        return x / s.astype(np.float32)
+
+
 def adjacent(g, o, t):
     """Neighbouring values of the type: integer codes differing by one, or float codes of one sign
     whose magnitudes differ by one step."""
@@ -364,6 +372,14 @@ def explain(case, oracle, g, o, gv, ov, t):
             if t in FNUZ and sat:
                 reasons[np.isinf(q) & (g == 0x80) & (reasons == None)] = \
                     "float8 fnuz, saturate=1, +-inf quotient -> NaN 0x80 (policy, technical note)"  # noqa: E711
+            if t == TP.FLOAT8E4M3FN and not sat and oracle == "onnxruntime":
+                # ONNX Runtime's non-saturating float32 -> e4m3fn conversion maps 480 <= |q| < 496 to
+                # +-448 (0x7E / 0xFE), where every other |q| >= 464 gives NaN, as the spec does.
+                with np.errstate(all="ignore"):
+                    q32 = np.abs(quotient_in_float32(case).reshape(-1))
+                ort_band = (q32 >= 480) & (q32 < 496) & ((g & 0x7F) == 0x7F) & ((o & 0x7F) == 0x7E)
+                reasons[ort_band & ((g & 0x80) == (o & 0x80)) & (reasons == None)] = \
+                    "float8e4m3fn, saturate=0: onnxruntime gives +-448 for 480 <= |x/s| < 496, qdq NaN (spec)"  # noqa: E711
             if t == TP.FLOAT4E2M1:
                 reasons[(np.isnan(q) | np.isnan(q + zp.astype(np.float64))) & (g == 7) & (reasons == None)] = \
                     "float4e2m1, NaN -> +6 (policy, technical note)"  # noqa: E711
