@@ -14,16 +14,21 @@
 // sub-byte arrays are read as they are (the low bits of each byte). A tensor may also be given as a
 // (uint8 array of ONNX's packed bytes, shape) tuple and QuantizeLinear's result returned packed.
 // Outputs are new arrays in these conventions (sub-byte signed types as
-// int8). qdq::Error becomes ValueError with the library's message. The GIL is released while the
+// int8), their memory and the packing scratch from BlockPool, which keeps freed large blocks for the
+// next call (no page faults in a loop that drops its results). qdq::Error becomes ValueError with the library's message. The GIL is released while the
 // library computes.
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
+#include <sys/mman.h>
 
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <cstdlib>
 #include <memory>
+#include <mutex>
+#include <new>
 #include <optional>
 #include <string>
 #include <utility>
@@ -111,12 +116,157 @@ void check_sub_byte_items(const uint8_t* items, uint64_t count, int bits, bool s
   }
 }
 
-// Bytes of uninitialised memory: the packing passes write every byte, so no zero-fill (and no page
-// touched twice) before they do.
-struct Buffer {
-  std::unique_ptr<uint8_t[]> bytes;
-  explicit Buffer(size_t n = 0) : bytes(n ? new uint8_t[n] : nullptr) {}
+// Large result and scratch blocks, kept for reuse after they are freed. A fresh result of tens of
+// MiB costs page faults (the kernel zero-fills every page before qdq writes it) that take about as
+// long as the operator itself, and glibc hands blocks of 32 MiB or more back to the system on every
+// free, so a loop that calls an operator and drops the result would fault in a whole new output each
+// time. Blocks of at least kMinPooled bytes are 2 MiB-aligned and advised for transparent huge pages
+// (as NumPy does for its own large arrays: 4 KiB faults cost several times more), and when freed
+// they are kept, up to kMaxKept blocks and limit_ bytes together, for a later request of about their
+// size. Smaller blocks are plain heap memory (glibc reuses those itself). Thread-safe.
+class BlockPool {
+ public:
+  static constexpr size_t kMinPooled = size_t{1} << 20;
+  static constexpr size_t kHugePage = size_t{2} << 20;
+  static constexpr size_t kMaxKept = 8;
+  static constexpr size_t kDefaultLimit = size_t{256} << 20;
+
+  // Never destroyed: capsules of arrays that outlive the module may give blocks back at exit.
+  static BlockPool& instance() {
+    static BlockPool* pool = new BlockPool;
+    return *pool;
+  }
+
+  // A block of at least `bytes` bytes (uninitialised, 64-byte aligned); *capacity receives what give()
+  // must be passed back. Throws std::bad_alloc when memory is exhausted.
+  void* take(size_t bytes, size_t* capacity) {
+    if (bytes < kMinPooled) {
+      *capacity = bytes;
+      return ::operator new(std::max<size_t>(bytes, 1), std::align_val_t{64});
+    }
+    const size_t want = (bytes + kHugePage - 1) / kHugePage * kHugePage;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      // The smallest kept block that fits without wasting more than a quarter of it.
+      size_t best = kept_.size();
+      for (size_t i = 0; i < kept_.size(); ++i) {
+        const size_t c = kept_[i].capacity;
+        if (c >= want && c - want <= c / 4 && (best == kept_.size() || c < kept_[best].capacity)) best = i;
+      }
+      if (best != kept_.size()) {
+        const Kept k = kept_[best];
+        kept_.erase(kept_.begin() + static_cast<std::ptrdiff_t>(best));
+        kept_bytes_ -= k.capacity;
+        *capacity = k.capacity;
+        return k.data;
+      }
+    }
+    void* p = std::aligned_alloc(kHugePage, want);
+    if (p == nullptr) throw std::bad_alloc();
+#ifdef MADV_HUGEPAGE
+    madvise(p, want, MADV_HUGEPAGE);  // advice only: without huge pages the block works the same
+#endif
+    *capacity = want;
+    return p;
+  }
+
+  // Returns a block from take(); kept for reuse if the limits allow, else freed.
+  void give(void* p, size_t capacity) {
+    if (capacity < kMinPooled) {
+      ::operator delete(p, std::align_val_t{64});
+      return;
+    }
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (kept_.size() < kMaxKept && kept_bytes_ + capacity <= limit_) {
+        kept_.push_back({p, capacity});
+        kept_bytes_ += capacity;
+        return;
+      }
+    }
+    std::free(p);
+  }
+
+  // Sets the most bytes kept for reuse (0: none) and frees kept blocks beyond it; returns the old limit.
+  size_t set_limit(size_t bytes) {
+    std::vector<Kept> freed;
+    size_t old;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      old = limit_;
+      limit_ = bytes;
+      while (kept_bytes_ > limit_) {
+        freed.push_back(kept_.back());
+        kept_bytes_ -= kept_.back().capacity;
+        kept_.pop_back();
+      }
+    }
+    for (const Kept& k : freed) std::free(k.data);
+    return old;
+  }
+
+  size_t kept_bytes() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return kept_bytes_;
+  }
+
+ private:
+  struct Kept {
+    void* data;
+    size_t capacity;
+  };
+  std::mutex mutex_;
+  std::vector<Kept> kept_;
+  size_t kept_bytes_ = 0;
+  size_t limit_ = kDefaultLimit;
 };
+
+// Bytes of uninitialised scratch memory from the pool: the packing passes write every byte, so no
+// zero-fill (and no page touched twice) before they do.
+class Buffer {
+ public:
+  explicit Buffer(size_t n = 0) {
+    if (n) data_ = static_cast<uint8_t*>(BlockPool::instance().take(n, &capacity_));
+  }
+  Buffer(Buffer&& other) noexcept : data_(std::exchange(other.data_, nullptr)), capacity_(other.capacity_) {}
+  Buffer& operator=(Buffer&& other) noexcept {
+    std::swap(data_, other.data_);
+    std::swap(capacity_, other.capacity_);
+    return *this;
+  }
+  ~Buffer() {
+    if (data_) BlockPool::instance().give(data_, capacity_);
+  }
+  uint8_t* get() const { return data_; }
+
+ private:
+  uint8_t* data_ = nullptr;
+  size_t capacity_ = 0;
+};
+
+// A new C-contiguous array of `dtype` and `dims` whose memory comes from the pool and goes back to it
+// when the array and every view of it are gone. Call with the GIL held.
+py::array pooled_array(const py::dtype& dtype, const std::vector<py::ssize_t>& dims) {
+  size_t bytes = static_cast<size_t>(dtype.itemsize());
+  for (py::ssize_t d : dims) bytes *= static_cast<size_t>(d);
+  struct Owned {
+    void* data;
+    size_t capacity;
+  };
+  auto* owned = new Owned{nullptr, 0};
+  try {
+    owned->data = BlockPool::instance().take(bytes, &owned->capacity);
+  } catch (...) {
+    delete owned;
+    throw;
+  }
+  py::capsule base(owned, [](void* p) {
+    auto* o = static_cast<Owned*>(p);
+    BlockPool::instance().give(o->data, o->capacity);
+    delete o;
+  });
+  return py::array(dtype, dims, std::vector<py::ssize_t>{}, owned->data, base);
+}
 
 // An input tensor: a borrowed view of a numpy array, or of a packed copy for sub-byte types.
 // Built with the GIL held; the view stays valid while `array` (kept here) lives.
@@ -167,9 +317,9 @@ struct Input {
     {
       py::gil_scoped_release release;
       if (kind != 'V') check_sub_byte_items(items, count, bits, signed_items, type, what);
-      qdq::detail::pack_all_codes(items, bits, static_cast<int64_t>(count), packed.bytes.get());
+      qdq::detail::pack_all_codes(items, bits, static_cast<int64_t>(count), packed.get());
     }
-    view.data = packed.bytes.get();
+    view.data = packed.get();
     view.size_bytes = qdq::storage_bytes(type, count);
   }
 
@@ -218,7 +368,7 @@ struct Output {
     view.size_bytes = spec.size_bytes;
     if (packed_result) {
       if (!out.is_none()) throw py::type_error("out= and packed=True cannot be combined");
-      array = py::array(py::dtype("uint8"), std::vector<py::ssize_t>{static_cast<py::ssize_t>(spec.size_bytes)});
+      array = pooled_array(py::dtype("uint8"), {static_cast<py::ssize_t>(spec.size_bytes)});
       view.data = array.mutable_data();
       return;
     }
@@ -234,12 +384,12 @@ struct Output {
       check_out(array);
     } else {
       std::vector<py::ssize_t> dims(shape.begin(), shape.end());
-      array = py::array(storage_dtype(type), dims);
+      array = pooled_array(storage_dtype(type), dims);
     }
     items = static_cast<uint8_t*>(array.mutable_data());
     if (is_sub_byte(type)) {
       packed = Buffer(spec.size_bytes + 1);
-      view.data = packed.bytes.get();
+      view.data = packed.get();
       unpack = true;
     } else {
       view.data = items;
@@ -249,7 +399,7 @@ struct Output {
   // Call without the GIL, after the library has written `view`.
   void finish() {
     if (!unpack) return;
-    finish_unpack(packed.bytes.get(), type, qdq::element_count(shape), items);
+    finish_unpack(packed.get(), type, qdq::element_count(shape), items);
   }
 
   static void finish_unpack(const uint8_t* packed_data, DataType type, uint64_t count, uint8_t* items) {
@@ -506,6 +656,11 @@ PYBIND11_MODULE(_qdq, m) {
     qdq::set_default_num_threads(n);
   });
   m.def("get_num_threads", &qdq::default_num_threads);
+  m.def("set_buffer_cache", [](int64_t bytes) {
+    if (bytes < 0) throw py::value_error("set_buffer_cache: the byte count must be >= 0, got " + std::to_string(bytes));
+    return BlockPool::instance().set_limit(static_cast<size_t>(bytes));
+  });
+  m.def("buffer_cache_bytes", [] { return BlockPool::instance().kept_bytes(); });
   m.def("operator_version", &qdq::quantize_linear_version);
 #ifdef QDQ_PYTHON_WITH_ONNX
   m.def("load_tensor", &load_tensor, py::arg("path"));
