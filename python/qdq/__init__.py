@@ -479,7 +479,9 @@ def _common_attributes(attrs, axis, block_size, output_dtype):
     block_size = _int_arg(block_size, "block_size")
     if block_size != 0:
         attrs["block_size"] = block_size
-    if output_dtype is not None and not (type(output_dtype) is not str and isinstance(output_dtype, _numbers.Integral)
+    # (A str first: the ABC check isinstance(..., Integral) costs more than the rest of a small call.)
+    if output_dtype is not None and not (type(output_dtype) is not str
+                                         and isinstance(output_dtype, _numbers.Integral)
                                          and not isinstance(output_dtype, bool) and int(output_dtype) == 0):
         attrs["output_dtype"] = _type_number(output_dtype, "output_dtype")
 

@@ -8,15 +8,16 @@
 //   * UINT4, UINT2, FLOAT4E2M1: one code per byte (0..15 / 0..3), in an unsigned 8-bit array;
 //   * INT4, INT2: one value per byte, either sign-extended in a signed 8-bit array (-8..7 / -2..1, as
 //     ml_dtypes stores them) or as the two's complement code in an unsigned 8-bit array (0..15 / 0..3).
-// Sub-byte inputs are packed into ONNX's layout with the library's pack_all_codes, sub-byte outputs
-// unpacked with unpack_all_codes (INT4/INT2 sign-extended into int8 in the same pass): vectorised
+// Sub-byte inputs are checked and packed into ONNX's layout with the library's pack_all_codes (one
+// read of the items, in L1-sized chunks), sub-byte outputs unpacked with unpack_all_codes (INT4/INT2
+// sign-extended into int8 in the same pass), both compiled for AVX-512 and AVX2 too: vectorised
 // passes at memory speed; src/types/packing.hpp is the one place that knows the layout. ml_dtypes
 // sub-byte arrays are read as they are (the low bits of each byte). A tensor may also be given as a
 // (uint8 array of ONNX's packed bytes, shape) tuple and QuantizeLinear's result returned packed.
-// Outputs are new arrays in these conventions (sub-byte signed types as
-// int8), their memory and the packing scratch from BlockPool, which keeps freed large blocks for the
-// next call (no page faults in a loop that drops its results). qdq::Error becomes ValueError with the library's message. The GIL is released while the
-// library computes.
+// Outputs are new arrays in these conventions (sub-byte signed types as int8), their memory and the
+// packing scratch from BlockPool, which keeps freed large blocks for the next call (no page faults in
+// a loop that drops its results). qdq::Error becomes ValueError with the library's message. The GIL
+// is released while the library computes.
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
@@ -95,15 +96,60 @@ std::vector<int64_t> shape_of(const py::array& a) {
   return std::vector<int64_t>(a.shape(), a.shape() + a.ndim());
 }
 
-// Throws ValueError naming the first item of `items` that is not a `bits`-bit value/code, if any.
-// The scan is an OR over all items without early exit, which compilers vectorise (memory speed); only
-// a bad array pays for locating its first bad item.
-void check_sub_byte_items(const uint8_t* items, uint64_t count, int bits, bool signed_items, DataType type,
-                          const char* what) {
-  const uint8_t offset = signed_items ? static_cast<uint8_t>(1u << (bits - 1)) : 0;
+// The passes over one-code-per-byte arrays are compiled for AVX-512 and AVX2 as well as the baseline,
+// chosen at load time (GCC/Clang function multiversioning): the module is built for the baseline
+// x86-64 target, where these loops run at a fraction of memory speed.
+#if defined(__x86_64__) && defined(__linux__) && (defined(__GNUC__) || defined(__clang__))
+#define QDQ_PY_VECTOR_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#else
+#define QDQ_PY_VECTOR_CLONES
+#endif
+
+// Whether any of `count` items is not a `Bits`-bit value (Signed) or code: an OR over all items
+// without early exit and with constant shifts, which compilers vectorise.
+template <int Bits, bool Signed>
+inline bool any_out_of_range(const uint8_t* items, uint64_t count) {
+  constexpr uint8_t kOffset = Signed ? static_cast<uint8_t>(1u << (Bits - 1)) : 0;
   uint8_t bad = 0;
-  for (uint64_t i = 0; i < count; ++i) bad |= static_cast<uint8_t>(static_cast<uint8_t>(items[i] + offset) >> bits);
-  if (bad == 0) return;
+  for (uint64_t i = 0; i < count; ++i) {
+    bad |= static_cast<uint8_t>(static_cast<uint8_t>(items[i] + kOffset) >> Bits);
+  }
+  return bad != 0;
+}
+
+// Packs `count` items (one code per byte) into ONNX's layout at `packed`, checking first, if `check`,
+// that each is a `bits`-bit value (`signed_items`) or code. Works in chunks that stay in L1, each
+// checked and then packed, so the items are read from memory once. Returns false, with `packed`
+// partly written, at the first chunk that holds a bad item.
+QDQ_PY_VECTOR_CLONES bool check_and_pack(const uint8_t* items, uint64_t count, int bits, bool signed_items,
+                                         bool check, uint8_t* packed) {
+  constexpr uint64_t kChunk = 16384;  // a multiple of 4: every chunk starts on a packed byte
+  for (uint64_t start = 0; start < count; start += kChunk) {
+    const uint64_t n = std::min(kChunk, count - start);
+    const uint8_t* chunk = items + start;
+    if (check) {
+      const bool bad = bits == 4 ? (signed_items ? any_out_of_range<4, true>(chunk, n)
+                                                 : any_out_of_range<4, false>(chunk, n))
+                                 : (signed_items ? any_out_of_range<2, true>(chunk, n)
+                                                 : any_out_of_range<2, false>(chunk, n));
+      if (bad) return false;
+    }
+    qdq::detail::pack_all_codes(chunk, bits, static_cast<int64_t>(n),
+                                packed + start * static_cast<uint64_t>(bits) / 8);
+  }
+  return true;
+}
+
+// unpack_all_codes, compiled for the vector targets.
+QDQ_PY_VECTOR_CLONES void unpack_codes(const uint8_t* packed, int bits, uint64_t count, bool sign_extend,
+                                       uint8_t* items) {
+  qdq::detail::unpack_all_codes(packed, bits, static_cast<int64_t>(count), sign_extend, items);
+}
+
+// Throws ValueError naming the first item of `items` that is not a `bits`-bit value/code (called
+// once check_and_pack has found one: only a bad array pays for locating it).
+[[noreturn]] void throw_bad_sub_byte_item(const uint8_t* items, uint64_t count, int bits, bool signed_items,
+                                          DataType type, const char* what) {
   const int lo = signed_items ? -(1 << (bits - 1)) : 0;
   const int hi = signed_items ? (1 << (bits - 1)) - 1 : (1 << bits) - 1;
   for (uint64_t i = 0; i < count; ++i) {
@@ -114,6 +160,7 @@ void check_sub_byte_items(const uint8_t* items, uint64_t count, int bits, bool s
                             std::to_string(lo) + ".." + std::to_string(hi) + ")");
     }
   }
+  throw py::value_error(std::string(what) + ": a " + qdq::data_type_name(type) + " element is out of range");
 }
 
 // Large result and scratch blocks, kept for reuse after they are freed. A fresh result of tens of
@@ -314,11 +361,12 @@ struct Input {
     }
     const auto* items = static_cast<const uint8_t*>(array.data());
     packed = Buffer(qdq::storage_bytes(type, count) + 1);  // +1: never a zero-size buffer
+    bool ok;
     {
       py::gil_scoped_release release;
-      if (kind != 'V') check_sub_byte_items(items, count, bits, signed_items, type, what);
-      qdq::detail::pack_all_codes(items, bits, static_cast<int64_t>(count), packed.get());
+      ok = check_and_pack(items, count, bits, signed_items, kind != 'V', packed.get());
     }
+    if (!ok) throw_bad_sub_byte_item(items, count, bits, signed_items, type, what);
     view.data = packed.get();
     view.size_bytes = qdq::storage_bytes(type, count);
   }
@@ -403,8 +451,7 @@ struct Output {
   }
 
   static void finish_unpack(const uint8_t* packed_data, DataType type, uint64_t count, uint8_t* items) {
-    qdq::detail::unpack_all_codes(packed_data, qdq::bit_width(type), static_cast<int64_t>(count),
-                                  is_signed_sub_byte(type), items);
+    unpack_codes(packed_data, qdq::bit_width(type), count, is_signed_sub_byte(type), items);
   }
 
  private:
@@ -657,7 +704,9 @@ PYBIND11_MODULE(_qdq, m) {
   });
   m.def("get_num_threads", &qdq::default_num_threads);
   m.def("set_buffer_cache", [](int64_t bytes) {
-    if (bytes < 0) throw py::value_error("set_buffer_cache: the byte count must be >= 0, got " + std::to_string(bytes));
+    if (bytes < 0) {
+      throw py::value_error("set_buffer_cache: the byte count must be >= 0, got " + std::to_string(bytes));
+    }
     return BlockPool::instance().set_limit(static_cast<size_t>(bytes));
   });
   m.def("buffer_cache_bytes", [] { return BlockPool::instance().kept_bytes(); });

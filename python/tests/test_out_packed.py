@@ -120,3 +120,33 @@ def _int4_raw(values):
     c = qdq.CodeArray(np.zeros(values.shape, np.int8), "int4")
     c.view(np.ndarray)[:] = values
     return c
+
+
+def numpy_pack(codes, bits):
+    """ONNX's packed layout computed by NumPy (first element in the low bits, last byte zero-padded)."""
+    per_byte = 8 // bits
+    c = (codes.view(np.uint8).reshape(-1) & ((1 << bits) - 1)).astype(np.uint8)
+    c = np.concatenate([c, np.zeros(-c.size % per_byte, np.uint8)]).reshape(-1, per_byte)
+    return np.bitwise_or.reduce(c << (np.arange(per_byte, dtype=np.uint8) * bits), axis=1).astype(np.uint8)
+
+
+@pytest.mark.parametrize("dtype,bits,lo,hi", [("int4", 4, -8, 7), ("uint4", 4, 0, 15), ("int2", 2, -2, 1),
+                                              ("uint2", 2, 0, 3)])
+def test_large_inputs_pack_like_numpy_and_a_late_bad_item_is_found(dtype, bits, lo, hi):
+    # Several of the binding's 16 Ki-item chunks, and a length that is not a multiple of 4.
+    n = 3 * 16384 + 7
+    values = RNG.integers(lo, hi + 1, n).astype(np.int8 if lo < 0 else np.uint8)
+    packed = qdq.pack(qdq.CodeArray(values, dtype))
+    assert np.array_equal(packed.data, numpy_pack(values, bits))
+    assert_bit_exact(packed.to_array(), qdq.CodeArray(values, dtype))
+    bad = values.copy()
+    bad[2 * 16384 + 5] = hi + 1
+    with pytest.raises(ValueError, match=f"element {2 * 16384 + 5} is {hi + 1}"):
+        qdq.dequantize_linear(_code_array(bad, dtype), np.float32(1))
+
+
+def _code_array(values, dtype):
+    """A CodeArray holding `values` without CodeArray's own range check (to reach the binding's)."""
+    a = values.view(qdq.CodeArray)
+    a.qdq_dtype = dtype
+    return a
