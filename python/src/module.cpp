@@ -31,6 +31,7 @@
 #include <mutex>
 #include <new>
 #include <optional>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -326,7 +327,15 @@ struct Input {
   Buffer packed;  // sub-byte types given unpacked only
   qdq::TensorView view;
 
-  Input(const py::object& source, DataType type, const char* what) {
+  // Sub-byte items given one per byte, when packing is deferred (see below); else null.
+  const uint8_t* items = nullptr;
+  bool signed_items = false;
+  bool check_items = false;
+
+  // defer_packing: for sub-byte items given one per byte, leave the packing to the caller, who packs
+  // in chunks (ChunkPlan) or calls pack_whole(). Until then `view` is valid for validation only:
+  // its data points at the items, which the *_output functions do not read.
+  Input(const py::object& source, DataType type, const char* what, bool defer_packing = false) : what_(what) {
     if (py::isinstance<py::tuple>(source)) {
       init_packed(py::cast<py::tuple>(source), type, what);
       return;
@@ -352,23 +361,39 @@ struct Input {
       return;
     }
     // One code per byte -> ONNX's packed layout, checking every value is representable.
-    const int bits = qdq::bit_width(type);
     const char kind = array.dtype().kind();
     const bool signed_items = kind == 'i';
     if (signed_items && !is_signed_sub_byte(type)) {
       throw py::type_error(std::string(what) + ": " + qdq::data_type_name(type) +
                            " codes must be given in an unsigned 8-bit array");
     }
-    const auto* items = static_cast<const uint8_t*>(array.data());
-    packed = Buffer(qdq::storage_bytes(type, count) + 1);  // +1: never a zero-size buffer
+    items = static_cast<const uint8_t*>(array.data());
+    this->signed_items = signed_items;
+    check_items = kind != 'V';
+    view.data = items;
+    view.size_bytes = qdq::storage_bytes(type, count);
+    if (!defer_packing) pack_whole();
+  }
+
+  // Packs deferred items into a buffer of the whole tensor (call with the GIL held).
+  void pack_whole() {
+    if (items == nullptr) return;
+    const uint64_t count = qdq::element_count(shape);
+    const int bits = qdq::bit_width(view.type);
+    packed = Buffer(view.size_bytes + 1);  // +1: never a zero-size buffer
     bool ok;
     {
       py::gil_scoped_release release;
-      ok = check_and_pack(items, count, bits, signed_items, kind != 'V', packed.get());
+      ok = check_and_pack(items, count, bits, signed_items, check_items, packed.get());
     }
-    if (!ok) throw_bad_sub_byte_item(items, count, bits, signed_items, type, what);
+    if (!ok) throw_bad_item();
     view.data = packed.get();
-    view.size_bytes = qdq::storage_bytes(type, count);
+    items = nullptr;
+  }
+
+  [[noreturn]] void throw_bad_item() const {
+    throw_bad_sub_byte_item(static_cast<const uint8_t*>(array.data()), qdq::element_count(shape),
+                            qdq::bit_width(view.type), signed_items, view.type, what_);
   }
 
  private:
@@ -394,6 +419,8 @@ struct Input {
     view.data = array.data();
     view.size_bytes = bytes;
   }
+
+  const char* what_;
 };
 
 // An output tensor: a numpy array in this module's conventions (new, or the caller's `out`), written
@@ -435,13 +462,16 @@ struct Output {
       array = pooled_array(storage_dtype(type), dims);
     }
     items = static_cast<uint8_t*>(array.mutable_data());
-    if (is_sub_byte(type)) {
-      packed = Buffer(spec.size_bytes + 1);
-      view.data = packed.get();
-      unpack = true;
-    } else {
-      view.data = items;
-    }
+    unpack = is_sub_byte(type);
+    view.data = items;  // sub-byte types: for validation only, until prepare_whole() or a call in chunks
+  }
+
+  // Makes `view` the buffer a whole-tensor call writes: for sub-byte types a packed buffer that
+  // finish() unpacks (a call in chunks brings its own). Thread-safe; needs no GIL.
+  void prepare_whole() {
+    if (!unpack || packed.get() != nullptr) return;
+    packed = Buffer(view.size_bytes + 1);
+    view.data = packed.get();
   }
 
   // Call without the GIL, after the library has written `view`.
@@ -472,6 +502,100 @@ struct Output {
     }
   }
 };
+
+// A call split along the first dimension into chunks of rows, so that the sub-byte tensor's packed
+// bytes go through a chunk-sized buffer that stays in cache between the library's kernel and the
+// pack or unpack pass, instead of through a whole-tensor buffer written to and read back from memory.
+// Each chunk is a complete operator call on a slice of x (rows [r0, r1)), of y, and of the scale and
+// zero point where they vary along the first dimension; the elements are computed exactly as in one
+// call. step == 0: no split (too small, or slices that would not start on a byte).
+struct ChunkPlan {
+  enum class Scale { kWhole, kRows, kBlocks };  // the scale for rows [r0, r1): all, its rows r0..r1, or r0/b..
+  ChunkPlan() = default;
+
+  int64_t rows = 0;
+  int64_t step = 0;  // rows per chunk
+  uint64_t row_elems = 0;  // elements of x per row
+  Scale scale = Scale::kWhole;
+  int64_t block = 1;
+  uint64_t scale_row_elems = 0;  // elements of the scale per row of it
+
+  // x: the validated input; sub_byte_bits: the bits of the tensor packed or unpacked per chunk.
+  ChunkPlan(const qdq::TensorView& x, const qdq::TensorView& s, const qdq::TensorView* zp,
+            std::optional<int64_t> axis_attribute, std::optional<int64_t> block_size, int sub_byte_bits) {
+    // 256 Ki elements per thread: a chunk's packed bytes and codes (<= 384 KiB) stay in a core's L2.
+    constexpr uint64_t kChunkElems = uint64_t{1} << 18;
+    const auto rank = static_cast<int64_t>(x.shape.size());
+    const uint64_t count = qdq::element_count(x.shape);
+    const uint64_t target = kChunkElems * static_cast<uint64_t>(std::max(1, qdq::default_num_threads()));
+    if (rank == 0 || x.shape[0] < 2 || count < 2 * target) return;
+    rows = x.shape[0];
+    row_elems = count / static_cast<uint64_t>(rows);
+    int64_t axis = axis_attribute.value_or(1);
+    if (axis < 0) axis += rank;
+    const uint64_t scale_count = qdq::element_count(s.shape);
+    if (scale_count == 1) {
+      scale = Scale::kWhole;
+    } else if (block_size.value_or(0) > 0) {
+      if (s.shape.empty()) return;
+      scale = axis == 0 ? Scale::kBlocks : Scale::kRows;
+      block = axis == 0 ? *block_size : 1;
+      if (axis != 0 && s.shape[0] != rows) return;
+      scale_row_elems = scale_count / static_cast<uint64_t>(s.shape[0]);
+    } else if (axis == 0) {
+      if (s.shape.size() != 1 || s.shape[0] != rows) return;
+      scale = Scale::kRows;
+      scale_row_elems = 1;
+    } else {
+      scale = Scale::kWhole;
+    }
+    const auto zp_bits = static_cast<uint64_t>(zp != nullptr && scale != Scale::kWhole ? qdq::bit_width(zp->type) : 8);
+    // Every chunk (k rows, k a multiple of the block) starts on a byte of the packed tensor and of
+    // a sub-byte zero point: at most 8 tries, as 8 blocks of rows always do.
+    const auto aligned = [&](int64_t k) {
+      const auto zp_rows = static_cast<uint64_t>(scale == Scale::kBlocks ? k / block : k);
+      return static_cast<uint64_t>(k) * row_elems * static_cast<uint64_t>(sub_byte_bits) % 8 == 0 &&
+             zp_rows * scale_row_elems * zp_bits % 8 == 0;
+    };
+    int64_t k = std::max<int64_t>(1, static_cast<int64_t>(target / row_elems));
+    k = (k + block - 1) / block * block;
+    for (int i = 0; i < 8 && !aligned(k); ++i) k += block;
+    if (!aligned(k) || k >= rows) return;
+    step = k;
+  }
+
+  // Rows [a, b) of the scale or zero point that chunk rows [r0, r1) use.
+  std::pair<int64_t, int64_t> scale_rows(int64_t r0, int64_t r1) const {
+    if (scale == Scale::kRows) return {r0, r1};
+    return {r0 / block, (r1 + block - 1) / block};
+  }
+};
+
+// Rows [r0, r1) of a tensor of rows of `row_elems` elements (a ChunkPlan guarantees a byte start).
+struct RowSlice {
+  std::vector<int64_t> shape;
+  uint8_t* data = nullptr;
+  size_t size_bytes = 0;
+
+  RowSlice(qdq::DataType type, std::span<const int64_t> full_shape, const void* base, int64_t r0, int64_t r1,
+           uint64_t row_elems)
+      : shape(full_shape.begin(), full_shape.end()) {
+    if (!shape.empty()) shape[0] = r1 - r0;
+    const auto bits = static_cast<uint64_t>(qdq::bit_width(type));
+    data = const_cast<uint8_t*>(static_cast<const uint8_t*>(base)) + static_cast<uint64_t>(r0) * row_elems * bits / 8;
+    size_bytes = qdq::storage_bytes(type, static_cast<uint64_t>(r1 - r0) * row_elems);
+  }
+  qdq::TensorView view(qdq::DataType type) const { return {type, shape, data, size_bytes}; }
+};
+
+// The scale (or zero point) view for chunk rows [r0, r1).
+qdq::TensorView scale_slice(const ChunkPlan& plan, const qdq::TensorView& s, int64_t r0, int64_t r1,
+                            std::optional<RowSlice>& storage) {
+  if (plan.scale == ChunkPlan::Scale::kWhole) return s;
+  const auto [a, b] = plan.scale_rows(r0, r1);
+  storage.emplace(s.type, s.shape, s.data, a, b, plan.scale_row_elems);
+  return storage->view(s.type);
+}
 
 qdq::ExecutionOptions execution_options() { return {}; }
 
@@ -517,10 +641,31 @@ py::tuple quantize_linear(const py::object& x, int64_t x_type, const py::object&
   if (!zero_point.is_none()) zi.emplace(zero_point, to_type(zero_point_type), "zero_point");
   const qdq::TensorView* zv = zi ? &zi->view : nullptr;
   Output y(qdq::quantize_linear_output(attrs, xi.view, si.view, zv), out, packed);
+  const ChunkPlan plan =
+      y.unpack ? ChunkPlan(xi.view, si.view, zv, attrs.axis, attrs.block_size, qdq::bit_width(y.type)) : ChunkPlan();
   {
     py::gil_scoped_release release;
-    qdq::quantize_linear(attrs, xi.view, si.view, zv, y.view, execution_options());
-    y.finish();
+    if (plan.step == 0) {
+      y.prepare_whole();
+      qdq::quantize_linear(attrs, xi.view, si.view, zv, y.view, execution_options());
+      y.finish();
+    } else {  // the kernel writes each chunk's packed bytes to `chunk`, unpacked from there while in cache
+      const int bits = qdq::bit_width(y.type);
+      Buffer chunk(qdq::storage_bytes(y.type, static_cast<uint64_t>(plan.step) * plan.row_elems) + 1);
+      for (int64_t r0 = 0; r0 < plan.rows; r0 += plan.step) {
+        const int64_t r1 = std::min(plan.rows, r0 + plan.step);
+        const RowSlice xs(xi.view.type, xi.view.shape, xi.view.data, r0, r1, plan.row_elems);
+        std::optional<RowSlice> ss, zs;
+        const qdq::TensorView sv = scale_slice(plan, si.view, r0, r1, ss);
+        qdq::TensorView zslice;
+        if (zv) zslice = scale_slice(plan, *zv, r0, r1, zs);
+        const uint64_t n = static_cast<uint64_t>(r1 - r0) * plan.row_elems;
+        const qdq::MutableTensorView yv{y.type, xs.shape, chunk.get(), qdq::storage_bytes(y.type, n)};
+        qdq::quantize_linear(attrs, xs.view(xi.view.type), sv, zv ? &zslice : nullptr, yv, execution_options());
+        unpack_codes(chunk.get(), bits, n, is_signed_sub_byte(y.type),
+                     y.items + static_cast<uint64_t>(r0) * plan.row_elems);
+      }
+    }
   }
   return py::make_tuple(y.array, static_cast<int>(y.type));
 }
@@ -529,17 +674,50 @@ py::tuple dequantize_linear(const py::object& x, int64_t x_type, const py::objec
                             const py::object& zero_point, int64_t zero_point_type, const py::dict& attributes,
                             int64_t opset, const py::object& out) {
   const auto attrs = make_attributes<qdq::DequantizeLinearAttributes>(attributes, opset, "DequantizeLinear");
-  Input xi(x, to_type(x_type), "x");
+  // Into the caller's out=, x is checked whole before anything is written; a new result may be
+  // abandoned half-written when a later chunk holds a bad item, so x is checked chunk by chunk.
+  Input xi(x, to_type(x_type), "x", /*defer_packing=*/out.is_none());
   Input si(scale, to_type(scale_type), "scale");
   std::optional<Input> zi;
   if (!zero_point.is_none()) zi.emplace(zero_point, to_type(zero_point_type), "zero_point");
   const qdq::TensorView* zv = zi ? &zi->view : nullptr;
-  Output y(qdq::dequantize_linear_output(attrs, xi.view, si.view, zv), out, false);
+  const qdq::TensorSpec spec = qdq::dequantize_linear_output(attrs, xi.view, si.view, zv);
+  const ChunkPlan plan = xi.items ? ChunkPlan(xi.view, si.view, zv, attrs.axis, attrs.block_size,
+                                              qdq::bit_width(xi.view.type))
+                                  : ChunkPlan();
+  if (plan.step == 0) xi.pack_whole();
+  Output y(spec, out, false);
+  bool bad_item = false;
   {
     py::gil_scoped_release release;
-    qdq::dequantize_linear(attrs, xi.view, si.view, zv, y.view, execution_options());
-    y.finish();
+    if (plan.step == 0) {
+      y.prepare_whole();
+      qdq::dequantize_linear(attrs, xi.view, si.view, zv, y.view, execution_options());
+      y.finish();
+    } else {
+      const DataType xt = xi.view.type;
+      const int bits = qdq::bit_width(xt);
+      Buffer chunk(qdq::storage_bytes(xt, static_cast<uint64_t>(plan.step) * plan.row_elems) + 1);
+      for (int64_t r0 = 0; r0 < plan.rows && !bad_item; r0 += plan.step) {
+        const int64_t r1 = std::min(plan.rows, r0 + plan.step);
+        const uint64_t n = static_cast<uint64_t>(r1 - r0) * plan.row_elems;
+        if (!check_and_pack(xi.items + static_cast<uint64_t>(r0) * plan.row_elems, n, bits, xi.signed_items,
+                            xi.check_items, chunk.get())) {
+          bad_item = true;
+          break;
+        }
+        const RowSlice ys(y.type, y.view.shape, y.view.data, r0, r1, plan.row_elems);
+        std::optional<RowSlice> ss, zs;
+        const qdq::TensorView sv = scale_slice(plan, si.view, r0, r1, ss);
+        qdq::TensorView zslice;
+        if (zv) zslice = scale_slice(plan, *zv, r0, r1, zs);
+        const qdq::TensorView xv{xt, ys.shape, chunk.get(), qdq::storage_bytes(xt, n)};
+        const qdq::MutableTensorView yv{y.type, ys.shape, ys.data, ys.size_bytes};
+        qdq::dequantize_linear(attrs, xv, sv, zv ? &zslice : nullptr, yv, execution_options());
+      }
+    }
   }
+  if (bad_item) xi.throw_bad_item();
   return py::make_tuple(y.array, static_cast<int>(y.type));
 }
 
@@ -553,6 +731,7 @@ py::tuple dynamic_quantize_linear(const py::object& x, int64_t x_type, int64_t o
   qdq::DynamicQuantizationParameters params;
   {
     py::gil_scoped_release release;
+    y.prepare_whole();
     params = qdq::dynamic_quantize_linear(xi.view, y.view, execution_options(), opset);
   }
   return py::make_tuple(y.array, params.y_scale, params.y_zero_point);
