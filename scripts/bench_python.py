@@ -14,7 +14,8 @@ and scale count of a 4096x4096 matrix. Integer types carry a zero point, as in t
 Per case it prints the `qdq bench` time, the Python call's time three ways (plain: a new result
 array; out=: into a reused array; packed: QuantizeLinear returning ONNX's packed bytes, or
 DequantizeLinear reading them, into out=), each as a ratio to the bench, and NumPy's formula with
-the plain call's speed-up over it. Times are medians of samples of >= 2 ms each (many calls for
+the plain call's speed-up over it, beside the most that speed-up can be once the tensors are far
+larger than the caches (the bytes NumPy's passes move over the bytes qdq moves). Times are medians of samples of >= 2 ms each (many calls for
 small tensors, like the bench), the Python calls and the bench interleaved round by round; a
 shared machine makes single numbers noisy, so the best of --rounds medians is printed.
 
@@ -152,6 +153,15 @@ class Case:
             else:
                 self.formula = lambda: codes.astype(np.float32) * sb
         self.skip = not integer and ml_dtypes is None
+        # Bytes per element each side moves through memory when the tensors are far larger than the
+        # caches: qdq reads x and writes y once; every NumPy pass reads and writes a whole array
+        # (float32 temporaries), so the formula's speed-up can never exceed their ratio there.
+        bits = qdq._qdq.bit_width(qdq._type_number(dtype, "t"))
+        self.qdq_bytes = 4 + bits / 8
+        if op == "quantize":  # x / s, rint, + zero point, clip, astype (integers); x / s, clip, astype (float8)
+            self.formula_bytes = (8 + 8 + 8 + 8 + 5) if integer else (8 + 8 + 5)
+        else:  # astype(float32), - zero point (integers), * s
+            self.formula_bytes = (5 + 8 + 8) if integer else (5 + 8)
 
 
 def bench_seconds(qdq_binary, name, n, threads, samples):
@@ -178,8 +188,8 @@ def main():
     print(f"qdq {qdq.__version__}, numpy {np.__version__}, ml_dtypes {getattr(ml_dtypes, '__version__', 'absent')}, "
           f"{threads} thread(s); best of {args.rounds} interleaved medians of {args.samples} samples")
     print("| case | elements | qdq bench (ms) | Python call (ms, ×bench) | out= (×bench) | packed (×bench) "
-          "| NumPy formula (ms, Python call's speed-up) |")
-    print("|---|---|---|---|---|---|---|")
+          "| NumPy formula (ms, Python call's speed-up) | memory-traffic bound on the speed-up |")
+    print("|---|---|---|---|---|---|---|---|")
     rng = np.random.default_rng(0)
     worst_ratio, worst_speedup = 0.0, float("inf")
     for n in (int(v) for v in args.sizes.split(",")):
@@ -200,7 +210,8 @@ def main():
                 worst_ratio = max(worst_ratio, ratios[0])
             worst_speedup = min(worst_speedup, t_np / best_calls[0])
             print(f"| {case.name} | {n} | {best_bench * 1e3:.3f} | {best_calls[0] * 1e3:.3f} ({ratios[0]:.2f}×) | "
-                  f"{ratios[1]:.2f}× | {ratios[2]:.2f}× | {t_np * 1e3:.3f} ({t_np / best_calls[0]:.1f}×) |", flush=True)
+                  f"{ratios[1]:.2f}× | {ratios[2]:.2f}× | {t_np * 1e3:.3f} ({t_np / best_calls[0]:.1f}×) | "
+                  f"{case.formula_bytes / case.qdq_bytes:.1f}× |", flush=True)
     print(f"worst sub-byte plain call / bench: {worst_ratio:.2f}× (goal <= 1.3); "
           f"worst speed-up over NumPy's formula: {worst_speedup:.1f}× (goal >= 10)")
 
