@@ -14,10 +14,11 @@ and scale count of a 4096x4096 matrix. Integer types carry a zero point, as in t
 Per case it prints the `qdq bench` time, the Python call's time three ways (plain: a new result
 array; out=: into a reused array; packed: QuantizeLinear returning ONNX's packed bytes, or
 DequantizeLinear reading them, into out=), each as a ratio to the bench, and NumPy's formula with
-the plain call's speed-up over it, beside the most that speed-up can be once the tensors are far
-larger than the caches (the bytes NumPy's passes move over the bytes qdq moves). Times are medians of samples of >= 2 ms each (many calls for
-small tensors, like the bench), the Python calls and the bench interleaved round by round; a
-shared machine makes single numbers noisy, so the best of --rounds medians is printed.
+the plain call's speed-up over it, beside the bytes NumPy's passes move over the bytes qdq moves (the
+speed-up when both run at memory speed, on tensors far larger than the caches). Times are medians
+of samples of >= 2 ms each (many calls for small tensors, like the bench), the Python calls and the
+bench interleaved round by round; a shared machine makes single numbers noisy, so the best of
+--rounds medians is printed.
 
 Usage: PYTHONPATH=build/release/python build/venv/bin/python scripts/bench_python.py \
            --qdq build/release/tools/qdq/qdq [--threads 1] [--sizes 65536,16777216] [--filter int4]
@@ -155,7 +156,8 @@ class Case:
         self.skip = not integer and ml_dtypes is None
         # Bytes per element each side moves through memory when the tensors are far larger than the
         # caches: qdq reads x and writes y once; every NumPy pass reads and writes a whole array
-        # (float32 temporaries), so the formula's speed-up can never exceed their ratio there.
+        # (float32 temporaries). Their ratio is the speed-up at equal bandwidth: what qdq can reach
+        # there when NumPy's passes run at memory speed too (more only where NumPy is slower).
         bits = qdq._qdq.bit_width(qdq._type_number(dtype, "t"))
         self.qdq_bytes = 4 + bits / 8
         if op == "quantize":  # x / s, rint, + zero point, clip, astype (integers); x / s, clip, astype (float8)
@@ -188,7 +190,7 @@ def main():
     print(f"qdq {qdq.__version__}, numpy {np.__version__}, ml_dtypes {getattr(ml_dtypes, '__version__', 'absent')}, "
           f"{threads} thread(s); best of {args.rounds} interleaved medians of {args.samples} samples")
     print("| case | elements | qdq bench (ms) | Python call (ms, ×bench) | out= (×bench) | packed (×bench) "
-          "| NumPy formula (ms, Python call's speed-up) | memory-traffic bound on the speed-up |")
+          "| NumPy formula (ms, Python call's speed-up) | bytes moved, NumPy / qdq |")
     print("|---|---|---|---|---|---|---|---|")
     rng = np.random.default_rng(0)
     worst_ratio, worst_speedup = 0.0, float("inf")
