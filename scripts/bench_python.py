@@ -20,8 +20,13 @@ of samples of >= 2 ms each (many calls for small tensors, like the bench), the P
 bench interleaved round by round; a shared machine makes single numbers noisy, so the best of
 --rounds medians is printed.
 
+--pairwise prints instead, per case, the plain and out= calls' time over the packed call's, the calls
+alternated pairwise in one process (the packed call is the library's call plus the Python layer's
+fixed cost): a measure of the conversion and allocation overhead that a loaded machine barely moves.
+
 Usage: PYTHONPATH=build/release/python build/venv/bin/python scripts/bench_python.py \
            --qdq build/release/tools/qdq/qdq [--threads 1] [--sizes 65536,16777216] [--filter int4]
+       ... scripts/bench_python.py --pairwise [--seconds 1] [--sizes ...] [--filter ...]
 """
 import argparse
 import json
@@ -166,6 +171,42 @@ class Case:
             self.formula_bytes = (5 + 8 + 8) if integer else (5 + 8)
 
 
+def pair_ratio(a, b, seconds=1.0):
+    """Median over alternating pairs of calls (a then b, for about `seconds`) of a's time over b's:
+    a load that changes slowly slows both calls of a pair alike, so the ratio stays put."""
+    a(), b()
+    ratios = []
+    end = time.perf_counter() + seconds
+    while len(ratios) < 5 or time.perf_counter() < end:
+        t0 = time.perf_counter()
+        a()
+        t1 = time.perf_counter()
+        b()
+        t2 = time.perf_counter()
+        ratios.append((t1 - t0) / (t2 - t1))
+    return float(np.median(ratios))
+
+
+def pairwise(args, threads):
+    """--pairwise: the plain and out= calls over the packed call (the library's call on ONNX's bytes
+    plus the Python layer's fixed cost), alternated pairwise in this process."""
+    print(f"qdq {qdq.__version__}, numpy {np.__version__}, {threads} thread(s); median of pair ratios over "
+          f"~{args.seconds:g} s per cell")
+    print("| case | elements | Python call / packed | out= / packed |")
+    print("|---|---|---|---|")
+    rng = np.random.default_rng(0)
+    for n in (int(v) for v in args.sizes.split(",")):
+        for op, dtype, granularity in CASES:
+            if args.filter not in bench_name(op, dtype, granularity):
+                continue
+            case = Case(op, dtype, granularity, n, rng)
+            if case.skip:
+                continue
+            plain, out, packed = case.calls
+            print(f"| {case.name} | {n} | {pair_ratio(plain, packed, args.seconds):.2f}× | "
+                  f"{pair_ratio(out, packed, args.seconds):.2f}× |", flush=True)
+
+
 def bench_seconds(qdq_binary, name, n, threads, samples):
     r = subprocess.run([qdq_binary, "bench", "--json", "--size", str(n), "--repeats", str(samples), "--filter", name],
                        capture_output=True, text=True, check=True, env=dict(os.environ, QDQ_NUM_THREADS=str(threads)))
@@ -178,20 +219,27 @@ def bench_seconds(qdq_binary, name, n, threads, samples):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--qdq", required=True, help="the qdq command line (for `qdq bench`)")
+    ap.add_argument("--qdq", help="the qdq command line (for `qdq bench`; not needed with --pairwise)")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--sizes", default="65536,16777216", help="element counts, comma-separated")
     ap.add_argument("--samples", type=int, default=7, help="samples per median")
     ap.add_argument("--rounds", type=int, default=3, help="interleaved rounds; the best median is printed")
     ap.add_argument("--filter", default="", help="only cases whose bench name contains this")
+    ap.add_argument("--pairwise", action="store_true",
+                    help="instead: the plain and out= calls over the packed call, alternated pairwise (robust to load)")
+    ap.add_argument("--seconds", type=float, default=1.0, help="--pairwise: seconds per cell")
     args = ap.parse_args()
     qdq.set_num_threads(args.threads)
     threads = qdq.get_num_threads()
+    if args.pairwise:
+        return pairwise(args, threads)
     print(f"qdq {qdq.__version__}, numpy {np.__version__}, ml_dtypes {getattr(ml_dtypes, '__version__', 'absent')}, "
           f"{threads} thread(s); best of {args.rounds} interleaved medians of {args.samples} samples")
     print("| case | elements | qdq bench (ms) | Python call (ms, ×bench) | out= (×bench) | packed (×bench) "
           "| NumPy formula (ms, Python call's speed-up) | bytes moved, NumPy / qdq |")
     print("|---|---|---|---|---|---|---|---|")
+    if not args.qdq:
+        ap.error("--qdq is required (except with --pairwise)")
     rng = np.random.default_rng(0)
     worst_ratio, worst_speedup = 0.0, float("inf")
     for n in (int(v) for v in args.sizes.split(",")):
