@@ -68,21 +68,21 @@ bool is_signed_sub_byte(DataType type) { return type == DataType::kInt4 || type 
 // The numpy dtype of the arrays this module returns for `type`.
 py::dtype storage_dtype(DataType type) {
   switch (type) {
-    case DataType::kFloat: return py::dtype("float32");
-    case DataType::kDouble: return py::dtype("float64");
+    case DataType::kFloat: return py::dtype::of<float>();  // of<T>: numpy's cached descriptor, no parsing
+    case DataType::kDouble: return py::dtype::of<double>();
     case DataType::kFloat16: return py::dtype("float16");
-    case DataType::kBool: return py::dtype("bool");
-    case DataType::kInt8: case DataType::kInt4: case DataType::kInt2: return py::dtype("int8");
-    case DataType::kInt16: return py::dtype("int16");
-    case DataType::kInt32: return py::dtype("int32");
-    case DataType::kInt64: return py::dtype("int64");
-    case DataType::kUint16: case DataType::kBFloat16: return py::dtype("uint16");
-    case DataType::kUint32: return py::dtype("uint32");
-    case DataType::kUint64: return py::dtype("uint64");
+    case DataType::kBool: return py::dtype::of<bool>();
+    case DataType::kInt8: case DataType::kInt4: case DataType::kInt2: return py::dtype::of<int8_t>();
+    case DataType::kInt16: return py::dtype::of<int16_t>();
+    case DataType::kInt32: return py::dtype::of<int32_t>();
+    case DataType::kInt64: return py::dtype::of<int64_t>();
+    case DataType::kUint16: case DataType::kBFloat16: return py::dtype::of<uint16_t>();
+    case DataType::kUint32: return py::dtype::of<uint32_t>();
+    case DataType::kUint64: return py::dtype::of<uint64_t>();
     case DataType::kUint8: case DataType::kFloat8E4M3FN: case DataType::kFloat8E4M3FNUZ:
     case DataType::kFloat8E5M2: case DataType::kFloat8E5M2FNUZ: case DataType::kFloat8E8M0:
     case DataType::kUint4: case DataType::kFloat4E2M1: case DataType::kUint2:
-      return py::dtype("uint8");
+      return py::dtype::of<uint8_t>();
     default:
       throw qdq::Error("element type " + qdq::data_type_name(type) + " is not supported by the Python module");
   }
