@@ -134,6 +134,7 @@ _NATIVE = {
     _UINT64: _np.dtype(_np.uint64),
 }
 _NATIVE_BY_DTYPE = {dt: t for t, dt in _NATIVE.items()}
+_NATIVE_BY_SCALAR_TYPE = {dt.type: t for t, dt in _NATIVE.items()}  # np.float32 -> FLOAT, ...
 
 # Types NumPy lacks: their ml_dtypes names and the bits of one code.
 _CODE_TYPES = {
@@ -331,6 +332,10 @@ def _as_input(value, what, raw_sub_byte=False):
             flags = value.flags
             if flags.c_contiguous and flags.aligned:
                 return value, t
+    else:
+        t = _NATIVE_BY_SCALAR_TYPE.get(type(value))  # a NumPy scalar such as np.float32(0.02)
+        if t is not None:
+            return _np.asarray(value), t
     if isinstance(value, PackedTensor):
         if not raw_sub_byte:
             return _as_input(value.to_array(), what)
