@@ -24,6 +24,11 @@ bench interleaved round by round; a shared machine makes single numbers noisy, s
 alternated pairwise in one process (the packed call is the library's call plus the Python layer's
 fixed cost): a measure of the conversion and allocation overhead that a loaded machine barely moves.
 
+The qdq it imports must be built against a pybind11 that knows NumPy 2 (build/venv's NumPy): the
+wheel scripts/test_python_package.sh installs into build/venv, or a build configured with
+-Dpybind11_DIR=$(build/venv/bin/python -m pybind11 --cmakedir) and put first on PYTHONPATH
+(Debian's pybind11 2.10 reads NumPy 2's dtypes wrongly).
+
 Usage: PYTHONPATH=build/release/python build/venv/bin/python scripts/bench_python.py \
            --qdq build/release/tools/qdq/qdq [--threads 1] [--sizes 65536,16777216] [--filter int4]
        ... scripts/bench_python.py --pairwise [--seconds 1] [--sizes ...] [--filter ...]
