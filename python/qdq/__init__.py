@@ -96,6 +96,7 @@ __all__ = [
     "element_type",
     "set_num_threads",
     "get_num_threads",
+    "set_buffer_cache",
     "HAVE_ML_DTYPES",
     "__version__",
 ]
@@ -133,6 +134,7 @@ _NATIVE = {
     _UINT64: _np.dtype(_np.uint64),
 }
 _NATIVE_BY_DTYPE = {dt: t for t, dt in _NATIVE.items()}
+_NATIVE_BY_SCALAR_TYPE = {dt.type: t for t, dt in _NATIVE.items()}  # np.float32 -> FLOAT, ...
 
 # Types NumPy lacks: their ml_dtypes names and the bits of one code.
 _CODE_TYPES = {
@@ -181,8 +183,23 @@ def _type_from_dtype(dt):
     return None
 
 
+# Type names already resolved (output_dtype="int4" on every call resolves once): name -> number.
+_TYPE_BY_NAME = {}
+
+
 def _type_number(spec, what):
     """Resolves a type given by name, ONNX number, NumPy dtype or ml_dtypes dtype."""
+    if type(spec) is str:
+        t = _TYPE_BY_NAME.get(spec)
+        if t is None:
+            t = _type_number_uncached(spec, what)
+            if len(_TYPE_BY_NAME) < 256:  # bounded: names are few, but callers could make any
+                _TYPE_BY_NAME[spec] = t
+        return t
+    return _type_number_uncached(spec, what)
+
+
+def _type_number_uncached(spec, what):
     if isinstance(spec, bool) or spec is None:
         raise TypeError(f"{what}: expected a type name, an ONNX DataType number or a dtype, got {spec!r}")
     if isinstance(spec, _numbers.Integral):
@@ -307,6 +324,18 @@ def _as_input(value, what, raw_sub_byte=False):
     raw_sub_byte: pass ml_dtypes sub-byte arrays as they are (the compiled layer reads the low bits of
     each byte, with no NumPy pass); a PackedTensor becomes the (bytes, shape) pair the compiled layer
     takes as packed input."""
+    if type(value) is _np.ndarray:
+        # The common case first, at a fraction of the general path's cost (it matters for small
+        # tensors): a plain, native, aligned, C-contiguous array of a type NumPy has.
+        t = _NATIVE_BY_DTYPE.get(value.dtype)
+        if t is not None:
+            flags = value.flags
+            if flags.c_contiguous and flags.aligned:
+                return value, t
+    else:
+        t = _NATIVE_BY_SCALAR_TYPE.get(type(value))  # a NumPy scalar such as np.float32(0.02)
+        if t is not None:
+            return _np.asarray(value), t
     if isinstance(value, PackedTensor):
         if not raw_sub_byte:
             return _as_input(value.to_array(), what)
@@ -442,6 +471,8 @@ _AXIS_DEFAULT = _Default(1)
 
 
 def _int_arg(value, what):
+    if type(value) is int:
+        return value
     if isinstance(value, bool) or not isinstance(value, _numbers.Integral):
         raise TypeError(f"{what} must be an int, got {type(value).__name__}")
     return int(value)
@@ -453,7 +484,9 @@ def _common_attributes(attrs, axis, block_size, output_dtype):
     block_size = _int_arg(block_size, "block_size")
     if block_size != 0:
         attrs["block_size"] = block_size
-    if output_dtype is not None and not (isinstance(output_dtype, _numbers.Integral)
+    # (A str first: the ABC check isinstance(..., Integral) costs more than the rest of a small call.)
+    if output_dtype is not None and not (type(output_dtype) is not str
+                                         and isinstance(output_dtype, _numbers.Integral)
                                          and not isinstance(output_dtype, bool) and int(output_dtype) == 0):
         attrs["output_dtype"] = _type_number(output_dtype, "output_dtype")
 
@@ -670,3 +703,13 @@ def set_num_threads(n):
 def get_num_threads():
     """The number of threads qdq's operators use now."""
     return _qdq.get_num_threads()
+
+
+def set_buffer_cache(max_bytes):
+    """Sets how many bytes of freed result and scratch memory qdq keeps for reuse (default 256 MiB,
+    at most 8 blocks; 0 keeps none and frees what is kept) and returns the previous limit.
+
+    Results of 1 MiB or more live in blocks that go back to this cache when the array and all its
+    views are gone; the next call of about that size takes one instead of page-faulting in fresh
+    memory, which costs about as much as the operator itself at tens of MiB. Process-wide, thread-safe."""
+    return _qdq.set_buffer_cache(_int_arg(max_bytes, "max_bytes"))

@@ -8,23 +8,32 @@
 //   * UINT4, UINT2, FLOAT4E2M1: one code per byte (0..15 / 0..3), in an unsigned 8-bit array;
 //   * INT4, INT2: one value per byte, either sign-extended in a signed 8-bit array (-8..7 / -2..1, as
 //     ml_dtypes stores them) or as the two's complement code in an unsigned 8-bit array (0..15 / 0..3).
-// Sub-byte inputs are packed into ONNX's layout with the library's pack_all_codes, sub-byte outputs
-// unpacked with unpack_all_codes (INT4/INT2 sign-extended into int8 in the same pass): vectorised
+// Sub-byte inputs are checked and packed into ONNX's layout with the library's pack_all_codes (one
+// read of the items, in L1-sized chunks), sub-byte outputs unpacked with unpack_all_codes (INT4/INT2
+// sign-extended into int8 in the same pass), both compiled for AVX-512 and AVX2 too: vectorised
 // passes at memory speed; src/types/packing.hpp is the one place that knows the layout. ml_dtypes
 // sub-byte arrays are read as they are (the low bits of each byte). A tensor may also be given as a
 // (uint8 array of ONNX's packed bytes, shape) tuple and QuantizeLinear's result returned packed.
-// Outputs are new arrays in these conventions (sub-byte signed types as
-// int8). qdq::Error becomes ValueError with the library's message. The GIL is released while the
-// library computes.
+// Outputs are new arrays in these conventions (sub-byte signed types as int8), their memory and the
+// packing scratch from BlockPool, which keeps freed large blocks for the next call (no page faults in
+// a loop that drops its results). qdq::Error becomes ValueError with the library's message. The GIL
+// is released while the library computes.
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
+#if __has_include(<sys/mman.h>)
+#include <sys/mman.h>  // madvise
+#endif
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <mutex>
+#include <new>
 #include <optional>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -59,21 +68,21 @@ bool is_signed_sub_byte(DataType type) { return type == DataType::kInt4 || type 
 // The numpy dtype of the arrays this module returns for `type`.
 py::dtype storage_dtype(DataType type) {
   switch (type) {
-    case DataType::kFloat: return py::dtype("float32");
-    case DataType::kDouble: return py::dtype("float64");
+    case DataType::kFloat: return py::dtype::of<float>();  // of<T>: numpy's cached descriptor, no parsing
+    case DataType::kDouble: return py::dtype::of<double>();
     case DataType::kFloat16: return py::dtype("float16");
-    case DataType::kBool: return py::dtype("bool");
-    case DataType::kInt8: case DataType::kInt4: case DataType::kInt2: return py::dtype("int8");
-    case DataType::kInt16: return py::dtype("int16");
-    case DataType::kInt32: return py::dtype("int32");
-    case DataType::kInt64: return py::dtype("int64");
-    case DataType::kUint16: case DataType::kBFloat16: return py::dtype("uint16");
-    case DataType::kUint32: return py::dtype("uint32");
-    case DataType::kUint64: return py::dtype("uint64");
+    case DataType::kBool: return py::dtype::of<bool>();
+    case DataType::kInt8: case DataType::kInt4: case DataType::kInt2: return py::dtype::of<int8_t>();
+    case DataType::kInt16: return py::dtype::of<int16_t>();
+    case DataType::kInt32: return py::dtype::of<int32_t>();
+    case DataType::kInt64: return py::dtype::of<int64_t>();
+    case DataType::kUint16: case DataType::kBFloat16: return py::dtype::of<uint16_t>();
+    case DataType::kUint32: return py::dtype::of<uint32_t>();
+    case DataType::kUint64: return py::dtype::of<uint64_t>();
     case DataType::kUint8: case DataType::kFloat8E4M3FN: case DataType::kFloat8E4M3FNUZ:
     case DataType::kFloat8E5M2: case DataType::kFloat8E5M2FNUZ: case DataType::kFloat8E8M0:
     case DataType::kUint4: case DataType::kFloat4E2M1: case DataType::kUint2:
-      return py::dtype("uint8");
+      return py::dtype::of<uint8_t>();
     default:
       throw qdq::Error("element type " + qdq::data_type_name(type) + " is not supported by the Python module");
   }
@@ -90,15 +99,60 @@ std::vector<int64_t> shape_of(const py::array& a) {
   return std::vector<int64_t>(a.shape(), a.shape() + a.ndim());
 }
 
-// Throws ValueError naming the first item of `items` that is not a `bits`-bit value/code, if any.
-// The scan is an OR over all items without early exit, which compilers vectorise (memory speed); only
-// a bad array pays for locating its first bad item.
-void check_sub_byte_items(const uint8_t* items, uint64_t count, int bits, bool signed_items, DataType type,
-                          const char* what) {
-  const uint8_t offset = signed_items ? static_cast<uint8_t>(1u << (bits - 1)) : 0;
+// The passes over one-code-per-byte arrays are compiled for AVX-512 and AVX2 as well as the baseline,
+// chosen at load time (GCC/Clang function multiversioning): the module is built for the baseline
+// x86-64 target, where these loops run at a fraction of memory speed.
+#if defined(__x86_64__) && defined(__linux__) && (defined(__GNUC__) || defined(__clang__))
+#define QDQ_PY_VECTOR_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#else
+#define QDQ_PY_VECTOR_CLONES
+#endif
+
+// Whether any of `count` items is not a `Bits`-bit value (Signed) or code: an OR over all items
+// without early exit and with constant shifts, which compilers vectorise.
+template <int Bits, bool Signed>
+inline bool any_out_of_range(const uint8_t* items, uint64_t count) {
+  constexpr uint8_t kOffset = Signed ? static_cast<uint8_t>(1u << (Bits - 1)) : 0;
   uint8_t bad = 0;
-  for (uint64_t i = 0; i < count; ++i) bad |= static_cast<uint8_t>(static_cast<uint8_t>(items[i] + offset) >> bits);
-  if (bad == 0) return;
+  for (uint64_t i = 0; i < count; ++i) {
+    bad |= static_cast<uint8_t>(static_cast<uint8_t>(items[i] + kOffset) >> Bits);
+  }
+  return bad != 0;
+}
+
+// Packs `count` items (one code per byte) into ONNX's layout at `packed`, checking first, if `check`,
+// that each is a `bits`-bit value (`signed_items`) or code. Works in chunks that stay in L1, each
+// checked and then packed, so the items are read from memory once. Returns false, with `packed`
+// partly written, at the first chunk that holds a bad item.
+QDQ_PY_VECTOR_CLONES bool check_and_pack(const uint8_t* items, uint64_t count, int bits, bool signed_items,
+                                         bool check, uint8_t* packed) {
+  constexpr uint64_t kChunk = 16384;  // a multiple of 4: every chunk starts on a packed byte
+  for (uint64_t start = 0; start < count; start += kChunk) {
+    const uint64_t n = std::min(kChunk, count - start);
+    const uint8_t* chunk = items + start;
+    if (check) {
+      const bool bad = bits == 4 ? (signed_items ? any_out_of_range<4, true>(chunk, n)
+                                                 : any_out_of_range<4, false>(chunk, n))
+                                 : (signed_items ? any_out_of_range<2, true>(chunk, n)
+                                                 : any_out_of_range<2, false>(chunk, n));
+      if (bad) return false;
+    }
+    qdq::detail::pack_all_codes(chunk, bits, static_cast<int64_t>(n),
+                                packed + start * static_cast<uint64_t>(bits) / 8);
+  }
+  return true;
+}
+
+// unpack_all_codes, compiled for the vector targets.
+QDQ_PY_VECTOR_CLONES void unpack_codes(const uint8_t* packed, int bits, uint64_t count, bool sign_extend,
+                                       uint8_t* items) {
+  qdq::detail::unpack_all_codes(packed, bits, static_cast<int64_t>(count), sign_extend, items);
+}
+
+// Throws ValueError naming the first item of `items` that is not a `bits`-bit value/code (called
+// once check_and_pack has found one: only a bad array pays for locating it).
+[[noreturn]] void throw_bad_sub_byte_item(const uint8_t* items, uint64_t count, int bits, bool signed_items,
+                                          DataType type, const char* what) {
   const int lo = signed_items ? -(1 << (bits - 1)) : 0;
   const int hi = signed_items ? (1 << (bits - 1)) - 1 : (1 << bits) - 1;
   for (uint64_t i = 0; i < count; ++i) {
@@ -109,14 +163,160 @@ void check_sub_byte_items(const uint8_t* items, uint64_t count, int bits, bool s
                             std::to_string(lo) + ".." + std::to_string(hi) + ")");
     }
   }
+  throw py::value_error(std::string(what) + ": a " + qdq::data_type_name(type) + " element is out of range");
 }
 
-// Bytes of uninitialised memory: the packing passes write every byte, so no zero-fill (and no page
-// touched twice) before they do.
-struct Buffer {
-  std::unique_ptr<uint8_t[]> bytes;
-  explicit Buffer(size_t n = 0) : bytes(n ? new uint8_t[n] : nullptr) {}
+// Large result and scratch blocks, kept for reuse after they are freed. A fresh result of tens of
+// MiB costs page faults (the kernel zero-fills every page before qdq writes it) that take about as
+// long as the operator itself, and glibc hands blocks of 32 MiB or more back to the system on every
+// free, so a loop that calls an operator and drops the result would fault in a whole new output each
+// time. Blocks of at least kMinPooled bytes are 2 MiB-aligned and advised for transparent huge pages
+// (as NumPy does for its own large arrays: 4 KiB faults cost several times more), and when freed
+// they are kept, up to kMaxKept blocks and limit_ bytes together, for a later request of about their
+// size. Smaller blocks are plain heap memory (glibc reuses those itself). Thread-safe.
+class BlockPool {
+ public:
+  static constexpr size_t kMinPooled = size_t{1} << 20;
+  static constexpr size_t kHugePage = size_t{2} << 20;
+  static constexpr size_t kMaxKept = 8;
+  static constexpr size_t kDefaultLimit = size_t{256} << 20;
+
+  // Never destroyed: capsules of arrays that outlive the module may give blocks back at exit.
+  static BlockPool& instance() {
+    static BlockPool* pool = new BlockPool;
+    return *pool;
+  }
+
+  // A block of at least `bytes` bytes (uninitialised, 64-byte aligned); *capacity receives what give()
+  // must be passed back. Throws std::bad_alloc when memory is exhausted.
+  void* take(size_t bytes, size_t* capacity) {
+    if (bytes < kMinPooled) {
+      *capacity = bytes;
+      return ::operator new(std::max<size_t>(bytes, 1), std::align_val_t{64});
+    }
+    const size_t want = (bytes + kHugePage - 1) / kHugePage * kHugePage;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      // The smallest kept block that fits without wasting more than a quarter of it.
+      size_t best = kept_.size();
+      for (size_t i = 0; i < kept_.size(); ++i) {
+        const size_t c = kept_[i].capacity;
+        if (c >= want && c - want <= c / 4 && (best == kept_.size() || c < kept_[best].capacity)) best = i;
+      }
+      if (best != kept_.size()) {
+        const Kept k = kept_[best];
+        kept_.erase(kept_.begin() + static_cast<std::ptrdiff_t>(best));
+        kept_bytes_ -= k.capacity;
+        *capacity = k.capacity;
+        return k.data;
+      }
+    }
+    void* p = std::aligned_alloc(kHugePage, want);
+    if (p == nullptr) throw std::bad_alloc();
+#ifdef MADV_HUGEPAGE
+    madvise(p, want, MADV_HUGEPAGE);  // advice only: without huge pages the block works the same
+#endif
+    *capacity = want;
+    return p;
+  }
+
+  // Returns a block from take(); kept for reuse if the limits allow, else freed.
+  void give(void* p, size_t capacity) {
+    if (capacity < kMinPooled) {
+      ::operator delete(p, std::align_val_t{64});
+      return;
+    }
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (kept_.size() < kMaxKept && kept_bytes_ + capacity <= limit_) {
+        kept_.push_back({p, capacity});
+        kept_bytes_ += capacity;
+        return;
+      }
+    }
+    std::free(p);
+  }
+
+  // Sets the most bytes kept for reuse (0: none) and frees kept blocks beyond it; returns the old limit.
+  size_t set_limit(size_t bytes) {
+    std::vector<Kept> freed;
+    size_t old;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      old = limit_;
+      limit_ = bytes;
+      while (kept_bytes_ > limit_) {
+        freed.push_back(kept_.back());
+        kept_bytes_ -= kept_.back().capacity;
+        kept_.pop_back();
+      }
+    }
+    for (const Kept& k : freed) std::free(k.data);
+    return old;
+  }
+
+  size_t kept_bytes() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return kept_bytes_;
+  }
+
+ private:
+  struct Kept {
+    void* data;
+    size_t capacity;
+  };
+  std::mutex mutex_;
+  std::vector<Kept> kept_;
+  size_t kept_bytes_ = 0;
+  size_t limit_ = kDefaultLimit;
 };
+
+// Bytes of uninitialised scratch memory from the pool: the packing passes write every byte, so no
+// zero-fill (and no page touched twice) before they do.
+class Buffer {
+ public:
+  explicit Buffer(size_t n = 0) {
+    if (n) data_ = static_cast<uint8_t*>(BlockPool::instance().take(n, &capacity_));
+  }
+  Buffer(Buffer&& other) noexcept : data_(std::exchange(other.data_, nullptr)), capacity_(other.capacity_) {}
+  Buffer& operator=(Buffer&& other) noexcept {
+    std::swap(data_, other.data_);
+    std::swap(capacity_, other.capacity_);
+    return *this;
+  }
+  ~Buffer() {
+    if (data_) BlockPool::instance().give(data_, capacity_);
+  }
+  uint8_t* get() const { return data_; }
+
+ private:
+  uint8_t* data_ = nullptr;
+  size_t capacity_ = 0;
+};
+
+// A new C-contiguous array of `dtype` and `dims` whose memory comes from the pool and goes back to it
+// when the array and every view of it are gone. Call with the GIL held.
+py::array pooled_array(const py::dtype& dtype, const std::vector<py::ssize_t>& dims) {
+  size_t bytes = static_cast<size_t>(dtype.itemsize());
+  for (py::ssize_t d : dims) bytes *= static_cast<size_t>(d);
+  struct Owned {
+    void* data;
+    size_t capacity;
+  };
+  auto* owned = new Owned{nullptr, 0};
+  try {
+    owned->data = BlockPool::instance().take(bytes, &owned->capacity);
+  } catch (...) {
+    delete owned;
+    throw;
+  }
+  py::capsule base(owned, [](void* p) {
+    auto* o = static_cast<Owned*>(p);
+    BlockPool::instance().give(o->data, o->capacity);
+    delete o;
+  });
+  return py::array(dtype, dims, std::vector<py::ssize_t>{}, owned->data, base);
+}
 
 // An input tensor: a borrowed view of a numpy array, or of a packed copy for sub-byte types.
 // Built with the GIL held; the view stays valid while `array` (kept here) lives.
@@ -129,7 +329,15 @@ struct Input {
   Buffer packed;  // sub-byte types given unpacked only
   qdq::TensorView view;
 
-  Input(const py::object& source, DataType type, const char* what) {
+  // Sub-byte items given one per byte, when packing is deferred (see below); else null.
+  const uint8_t* items = nullptr;
+  bool signed_items = false;
+  bool check_items = false;
+
+  // defer_packing: for sub-byte items given one per byte, leave the packing to the caller, who packs
+  // in chunks (ChunkPlan) or calls pack_whole(). Until then `view` is valid for validation only:
+  // its data points at the items, which the *_output functions do not read.
+  Input(const py::object& source, DataType type, const char* what, bool defer_packing = false) : what_(what) {
     if (py::isinstance<py::tuple>(source)) {
       init_packed(py::cast<py::tuple>(source), type, what);
       return;
@@ -155,22 +363,39 @@ struct Input {
       return;
     }
     // One code per byte -> ONNX's packed layout, checking every value is representable.
-    const int bits = qdq::bit_width(type);
     const char kind = array.dtype().kind();
     const bool signed_items = kind == 'i';
     if (signed_items && !is_signed_sub_byte(type)) {
       throw py::type_error(std::string(what) + ": " + qdq::data_type_name(type) +
                            " codes must be given in an unsigned 8-bit array");
     }
-    const auto* items = static_cast<const uint8_t*>(array.data());
-    packed = Buffer(qdq::storage_bytes(type, count) + 1);  // +1: never a zero-size buffer
+    items = static_cast<const uint8_t*>(array.data());
+    this->signed_items = signed_items;
+    check_items = kind != 'V';
+    view.data = items;
+    view.size_bytes = qdq::storage_bytes(type, count);
+    if (!defer_packing) pack_whole();
+  }
+
+  // Packs deferred items into a buffer of the whole tensor (call with the GIL held).
+  void pack_whole() {
+    if (items == nullptr) return;
+    const uint64_t count = qdq::element_count(shape);
+    const int bits = qdq::bit_width(view.type);
+    packed = Buffer(view.size_bytes + 1);  // +1: never a zero-size buffer
+    bool ok;
     {
       py::gil_scoped_release release;
-      if (kind != 'V') check_sub_byte_items(items, count, bits, signed_items, type, what);
-      qdq::detail::pack_all_codes(items, bits, static_cast<int64_t>(count), packed.bytes.get());
+      ok = check_and_pack(items, count, bits, signed_items, check_items, packed.get());
     }
-    view.data = packed.bytes.get();
-    view.size_bytes = qdq::storage_bytes(type, count);
+    if (!ok) throw_bad_item();
+    view.data = packed.get();
+    items = nullptr;
+  }
+
+  [[noreturn]] void throw_bad_item() const {
+    throw_bad_sub_byte_item(static_cast<const uint8_t*>(array.data()), qdq::element_count(shape),
+                            qdq::bit_width(view.type), signed_items, view.type, what_);
   }
 
  private:
@@ -196,6 +421,8 @@ struct Input {
     view.data = array.data();
     view.size_bytes = bytes;
   }
+
+  const char* what_;
 };
 
 // An output tensor: a numpy array in this module's conventions (new, or the caller's `out`), written
@@ -218,7 +445,7 @@ struct Output {
     view.size_bytes = spec.size_bytes;
     if (packed_result) {
       if (!out.is_none()) throw py::type_error("out= and packed=True cannot be combined");
-      array = py::array(py::dtype("uint8"), std::vector<py::ssize_t>{static_cast<py::ssize_t>(spec.size_bytes)});
+      array = pooled_array(py::dtype("uint8"), {static_cast<py::ssize_t>(spec.size_bytes)});
       view.data = array.mutable_data();
       return;
     }
@@ -234,27 +461,29 @@ struct Output {
       check_out(array);
     } else {
       std::vector<py::ssize_t> dims(shape.begin(), shape.end());
-      array = py::array(storage_dtype(type), dims);
+      array = pooled_array(storage_dtype(type), dims);
     }
     items = static_cast<uint8_t*>(array.mutable_data());
-    if (is_sub_byte(type)) {
-      packed = Buffer(spec.size_bytes + 1);
-      view.data = packed.bytes.get();
-      unpack = true;
-    } else {
-      view.data = items;
-    }
+    unpack = is_sub_byte(type);
+    view.data = items;  // sub-byte types: for validation only, until prepare_whole() or a call in chunks
+  }
+
+  // Makes `view` the buffer a whole-tensor call writes: for sub-byte types a packed buffer that
+  // finish() unpacks (a call in chunks brings its own). Thread-safe; needs no GIL.
+  void prepare_whole() {
+    if (!unpack || packed.get() != nullptr) return;
+    packed = Buffer(view.size_bytes + 1);
+    view.data = packed.get();
   }
 
   // Call without the GIL, after the library has written `view`.
   void finish() {
     if (!unpack) return;
-    finish_unpack(packed.bytes.get(), type, qdq::element_count(shape), items);
+    finish_unpack(packed.get(), type, qdq::element_count(shape), items);
   }
 
   static void finish_unpack(const uint8_t* packed_data, DataType type, uint64_t count, uint8_t* items) {
-    qdq::detail::unpack_all_codes(packed_data, qdq::bit_width(type), static_cast<int64_t>(count),
-                                  is_signed_sub_byte(type), items);
+    unpack_codes(packed_data, qdq::bit_width(type), count, is_signed_sub_byte(type), items);
   }
 
  private:
@@ -275,6 +504,100 @@ struct Output {
     }
   }
 };
+
+// A call split along the first dimension into chunks of rows, so that the sub-byte tensor's packed
+// bytes go through a chunk-sized buffer that stays in cache between the library's kernel and the
+// pack or unpack pass, instead of through a whole-tensor buffer written to and read back from memory.
+// Each chunk is a complete operator call on a slice of x (rows [r0, r1)), of y, and of the scale and
+// zero point where they vary along the first dimension; the elements are computed exactly as in one
+// call. step == 0: no split (too small, or slices that would not start on a byte).
+struct ChunkPlan {
+  enum class Scale { kWhole, kRows, kBlocks };  // the scale for rows [r0, r1): all, its rows r0..r1, or r0/b..
+  ChunkPlan() = default;
+
+  int64_t rows = 0;
+  int64_t step = 0;  // rows per chunk
+  uint64_t row_elems = 0;  // elements of x per row
+  Scale scale = Scale::kWhole;
+  int64_t block = 1;
+  uint64_t scale_row_elems = 0;  // elements of the scale per row of it
+
+  // x: the validated input; sub_byte_bits: the bits of the tensor packed or unpacked per chunk.
+  ChunkPlan(const qdq::TensorView& x, const qdq::TensorView& s, const qdq::TensorView* zp,
+            std::optional<int64_t> axis_attribute, std::optional<int64_t> block_size, int sub_byte_bits) {
+    // 256 Ki elements per thread: a chunk's packed bytes and codes (<= 384 KiB) stay in a core's L2.
+    constexpr uint64_t kChunkElems = uint64_t{1} << 18;
+    const auto rank = static_cast<int64_t>(x.shape.size());
+    const uint64_t count = qdq::element_count(x.shape);
+    const uint64_t target = kChunkElems * static_cast<uint64_t>(std::max(1, qdq::default_num_threads()));
+    if (rank == 0 || x.shape[0] < 2 || count < 2 * target) return;
+    rows = x.shape[0];
+    row_elems = count / static_cast<uint64_t>(rows);
+    int64_t axis = axis_attribute.value_or(1);
+    if (axis < 0) axis += rank;
+    const uint64_t scale_count = qdq::element_count(s.shape);
+    if (scale_count == 1) {
+      scale = Scale::kWhole;
+    } else if (block_size.value_or(0) > 0) {
+      if (s.shape.empty()) return;
+      scale = axis == 0 ? Scale::kBlocks : Scale::kRows;
+      block = axis == 0 ? *block_size : 1;
+      if (axis != 0 && s.shape[0] != rows) return;
+      scale_row_elems = scale_count / static_cast<uint64_t>(s.shape[0]);
+    } else if (axis == 0) {
+      if (s.shape.size() != 1 || s.shape[0] != rows) return;
+      scale = Scale::kRows;
+      scale_row_elems = 1;
+    } else {
+      scale = Scale::kWhole;
+    }
+    const auto zp_bits = static_cast<uint64_t>(zp != nullptr && scale != Scale::kWhole ? qdq::bit_width(zp->type) : 8);
+    // Every chunk (k rows, k a multiple of the block) starts on a byte of the packed tensor and of
+    // a sub-byte zero point: at most 8 tries, as 8 blocks of rows always do.
+    const auto aligned = [&](int64_t k) {
+      const auto zp_rows = static_cast<uint64_t>(scale == Scale::kBlocks ? k / block : k);
+      return static_cast<uint64_t>(k) * row_elems * static_cast<uint64_t>(sub_byte_bits) % 8 == 0 &&
+             zp_rows * scale_row_elems * zp_bits % 8 == 0;
+    };
+    int64_t k = std::max<int64_t>(1, static_cast<int64_t>(target / row_elems));
+    k = (k + block - 1) / block * block;
+    for (int i = 0; i < 8 && !aligned(k); ++i) k += block;
+    if (!aligned(k) || k >= rows) return;
+    step = k;
+  }
+
+  // Rows [a, b) of the scale or zero point that chunk rows [r0, r1) use.
+  std::pair<int64_t, int64_t> scale_rows(int64_t r0, int64_t r1) const {
+    if (scale == Scale::kRows) return {r0, r1};
+    return {r0 / block, (r1 + block - 1) / block};
+  }
+};
+
+// Rows [r0, r1) of a tensor of rows of `row_elems` elements (a ChunkPlan guarantees a byte start).
+struct RowSlice {
+  std::vector<int64_t> shape;
+  uint8_t* data = nullptr;
+  size_t size_bytes = 0;
+
+  RowSlice(qdq::DataType type, std::span<const int64_t> full_shape, const void* base, int64_t r0, int64_t r1,
+           uint64_t row_elems)
+      : shape(full_shape.begin(), full_shape.end()) {
+    if (!shape.empty()) shape[0] = r1 - r0;
+    const auto bits = static_cast<uint64_t>(qdq::bit_width(type));
+    data = const_cast<uint8_t*>(static_cast<const uint8_t*>(base)) + static_cast<uint64_t>(r0) * row_elems * bits / 8;
+    size_bytes = qdq::storage_bytes(type, static_cast<uint64_t>(r1 - r0) * row_elems);
+  }
+  qdq::TensorView view(qdq::DataType type) const { return {type, shape, data, size_bytes}; }
+};
+
+// The scale (or zero point) view for chunk rows [r0, r1).
+qdq::TensorView scale_slice(const ChunkPlan& plan, const qdq::TensorView& s, int64_t r0, int64_t r1,
+                            std::optional<RowSlice>& storage) {
+  if (plan.scale == ChunkPlan::Scale::kWhole) return s;
+  const auto [a, b] = plan.scale_rows(r0, r1);
+  storage.emplace(s.type, s.shape, s.data, a, b, plan.scale_row_elems);
+  return storage->view(s.type);
+}
 
 qdq::ExecutionOptions execution_options() { return {}; }
 
@@ -320,10 +643,31 @@ py::tuple quantize_linear(const py::object& x, int64_t x_type, const py::object&
   if (!zero_point.is_none()) zi.emplace(zero_point, to_type(zero_point_type), "zero_point");
   const qdq::TensorView* zv = zi ? &zi->view : nullptr;
   Output y(qdq::quantize_linear_output(attrs, xi.view, si.view, zv), out, packed);
+  const ChunkPlan plan =
+      y.unpack ? ChunkPlan(xi.view, si.view, zv, attrs.axis, attrs.block_size, qdq::bit_width(y.type)) : ChunkPlan();
   {
     py::gil_scoped_release release;
-    qdq::quantize_linear(attrs, xi.view, si.view, zv, y.view, execution_options());
-    y.finish();
+    if (plan.step == 0) {
+      y.prepare_whole();
+      qdq::quantize_linear(attrs, xi.view, si.view, zv, y.view, execution_options());
+      y.finish();
+    } else {  // the kernel writes each chunk's packed bytes to `chunk`, unpacked from there while in cache
+      const int bits = qdq::bit_width(y.type);
+      Buffer chunk(qdq::storage_bytes(y.type, static_cast<uint64_t>(plan.step) * plan.row_elems) + 1);
+      for (int64_t r0 = 0; r0 < plan.rows; r0 += plan.step) {
+        const int64_t r1 = std::min(plan.rows, r0 + plan.step);
+        const RowSlice xs(xi.view.type, xi.view.shape, xi.view.data, r0, r1, plan.row_elems);
+        std::optional<RowSlice> ss, zs;
+        const qdq::TensorView sv = scale_slice(plan, si.view, r0, r1, ss);
+        qdq::TensorView zslice;
+        if (zv) zslice = scale_slice(plan, *zv, r0, r1, zs);
+        const uint64_t n = static_cast<uint64_t>(r1 - r0) * plan.row_elems;
+        const qdq::MutableTensorView yv{y.type, xs.shape, chunk.get(), qdq::storage_bytes(y.type, n)};
+        qdq::quantize_linear(attrs, xs.view(xi.view.type), sv, zv ? &zslice : nullptr, yv, execution_options());
+        unpack_codes(chunk.get(), bits, n, is_signed_sub_byte(y.type),
+                     y.items + static_cast<uint64_t>(r0) * plan.row_elems);
+      }
+    }
   }
   return py::make_tuple(y.array, static_cast<int>(y.type));
 }
@@ -332,17 +676,50 @@ py::tuple dequantize_linear(const py::object& x, int64_t x_type, const py::objec
                             const py::object& zero_point, int64_t zero_point_type, const py::dict& attributes,
                             int64_t opset, const py::object& out) {
   const auto attrs = make_attributes<qdq::DequantizeLinearAttributes>(attributes, opset, "DequantizeLinear");
-  Input xi(x, to_type(x_type), "x");
+  // Into the caller's out=, x is checked whole before anything is written; a new result may be
+  // abandoned half-written when a later chunk holds a bad item, so x is checked chunk by chunk.
+  Input xi(x, to_type(x_type), "x", /*defer_packing=*/out.is_none());
   Input si(scale, to_type(scale_type), "scale");
   std::optional<Input> zi;
   if (!zero_point.is_none()) zi.emplace(zero_point, to_type(zero_point_type), "zero_point");
   const qdq::TensorView* zv = zi ? &zi->view : nullptr;
-  Output y(qdq::dequantize_linear_output(attrs, xi.view, si.view, zv), out, false);
+  const qdq::TensorSpec spec = qdq::dequantize_linear_output(attrs, xi.view, si.view, zv);
+  const ChunkPlan plan = xi.items ? ChunkPlan(xi.view, si.view, zv, attrs.axis, attrs.block_size,
+                                              qdq::bit_width(xi.view.type))
+                                  : ChunkPlan();
+  if (plan.step == 0) xi.pack_whole();
+  Output y(spec, out, false);
+  bool bad_item = false;
   {
     py::gil_scoped_release release;
-    qdq::dequantize_linear(attrs, xi.view, si.view, zv, y.view, execution_options());
-    y.finish();
+    if (plan.step == 0) {
+      y.prepare_whole();
+      qdq::dequantize_linear(attrs, xi.view, si.view, zv, y.view, execution_options());
+      y.finish();
+    } else {
+      const DataType xt = xi.view.type;
+      const int bits = qdq::bit_width(xt);
+      Buffer chunk(qdq::storage_bytes(xt, static_cast<uint64_t>(plan.step) * plan.row_elems) + 1);
+      for (int64_t r0 = 0; r0 < plan.rows && !bad_item; r0 += plan.step) {
+        const int64_t r1 = std::min(plan.rows, r0 + plan.step);
+        const uint64_t n = static_cast<uint64_t>(r1 - r0) * plan.row_elems;
+        if (!check_and_pack(xi.items + static_cast<uint64_t>(r0) * plan.row_elems, n, bits, xi.signed_items,
+                            xi.check_items, chunk.get())) {
+          bad_item = true;
+          break;
+        }
+        const RowSlice ys(y.type, y.view.shape, y.view.data, r0, r1, plan.row_elems);
+        std::optional<RowSlice> ss, zs;
+        const qdq::TensorView sv = scale_slice(plan, si.view, r0, r1, ss);
+        qdq::TensorView zslice;
+        if (zv) zslice = scale_slice(plan, *zv, r0, r1, zs);
+        const qdq::TensorView xv{xt, ys.shape, chunk.get(), qdq::storage_bytes(xt, n)};
+        const qdq::MutableTensorView yv{y.type, ys.shape, ys.data, ys.size_bytes};
+        qdq::dequantize_linear(attrs, xv, sv, zv ? &zslice : nullptr, yv, execution_options());
+      }
+    }
   }
+  if (bad_item) xi.throw_bad_item();
   return py::make_tuple(y.array, static_cast<int>(y.type));
 }
 
@@ -356,6 +733,7 @@ py::tuple dynamic_quantize_linear(const py::object& x, int64_t x_type, int64_t o
   qdq::DynamicQuantizationParameters params;
   {
     py::gil_scoped_release release;
+    y.prepare_whole();
     params = qdq::dynamic_quantize_linear(xi.view, y.view, execution_options(), opset);
   }
   return py::make_tuple(y.array, params.y_scale, params.y_zero_point);
@@ -506,6 +884,13 @@ PYBIND11_MODULE(_qdq, m) {
     qdq::set_default_num_threads(n);
   });
   m.def("get_num_threads", &qdq::default_num_threads);
+  m.def("set_buffer_cache", [](int64_t bytes) {
+    if (bytes < 0) {
+      throw py::value_error("set_buffer_cache: the byte count must be >= 0, got " + std::to_string(bytes));
+    }
+    return BlockPool::instance().set_limit(static_cast<size_t>(bytes));
+  });
+  m.def("buffer_cache_bytes", [] { return BlockPool::instance().kept_bytes(); });
   m.def("operator_version", &qdq::quantize_linear_version);
 #ifdef QDQ_PYTHON_WITH_ONNX
   m.def("load_tensor", &load_tensor, py::arg("path"));

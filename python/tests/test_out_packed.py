@@ -120,3 +120,83 @@ def _int4_raw(values):
     c = qdq.CodeArray(np.zeros(values.shape, np.int8), "int4")
     c.view(np.ndarray)[:] = values
     return c
+
+
+def numpy_pack(codes, bits):
+    """ONNX's packed layout computed by NumPy (first element in the low bits, last byte zero-padded)."""
+    per_byte = 8 // bits
+    c = (codes.view(np.uint8).reshape(-1) & ((1 << bits) - 1)).astype(np.uint8)
+    c = np.concatenate([c, np.zeros(-c.size % per_byte, np.uint8)]).reshape(-1, per_byte)
+    return np.bitwise_or.reduce(c << (np.arange(per_byte, dtype=np.uint8) * bits), axis=1).astype(np.uint8)
+
+
+@pytest.mark.parametrize("dtype,bits,lo,hi", [("int4", 4, -8, 7), ("uint4", 4, 0, 15), ("int2", 2, -2, 1),
+                                              ("uint2", 2, 0, 3)])
+def test_large_inputs_pack_like_numpy_and_a_late_bad_item_is_found(dtype, bits, lo, hi):
+    # Several of the binding's 16 Ki-item chunks, and a length that is not a multiple of 4.
+    n = 3 * 16384 + 7
+    values = RNG.integers(lo, hi + 1, n).astype(np.int8 if lo < 0 else np.uint8)
+    packed = qdq.pack(qdq.CodeArray(values, dtype))
+    assert np.array_equal(packed.data, numpy_pack(values, bits))
+    assert_bit_exact(packed.to_array(), qdq.CodeArray(values, dtype))
+    bad = values.copy()
+    bad[2 * 16384 + 5] = hi + 1
+    with pytest.raises(ValueError, match=f"element {2 * 16384 + 5} is {hi + 1}"):
+        qdq.dequantize_linear(_code_array(bad, dtype), np.float32(1))
+
+
+def _code_array(values, dtype):
+    """A CodeArray holding `values` without CodeArray's own range check (to reach the binding's)."""
+    a = values.view(qdq.CodeArray)
+    a.qdq_dtype = dtype
+    return a
+
+
+# Large enough for the binding to split a call into chunks of rows (>= 2 x 256 Ki elements per
+# thread), with shapes whose chunks need scale and zero-point slices, partial blocks and rows of an
+# odd length; the packed path (never split) is the reference.
+CHUNKED = [
+    (((1 << 20) + 6,), {}, ()),                                # 1-D, per tensor
+    ((1000, 1051), {"axis": 0}, (1000,)),                      # per axis along the split dimension
+    ((700, 1537), {"axis": 1}, (1537,)),                       # per axis across it
+    ((1000, 1051), {"axis": 0, "block_size": 32}, (32, 1051)),  # blocks of rows, the last one partial
+    ((2000, 603), {"axis": 1, "block_size": 32}, (2000, 19)),  # blocks along rows (odd scale rows)
+    ((350001, 3), {"axis": 1}, (3,)),                          # rows of 3 elements: chunks of even rows
+]
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("dtype", ["int4", "uint4", "int2", "float4e2m1"])
+@pytest.mark.parametrize("shape,kw,scale_shape", CHUNKED)
+def test_calls_split_into_chunks_give_the_whole_calls_result(threads, dtype, shape, kw, scale_shape):
+    old = qdq.get_num_threads()
+    qdq.set_num_threads(threads)
+    try:
+        rng = np.random.default_rng(len(shape) * 1000 + shape[-1])
+        x = (rng.standard_normal(shape) * 4).astype(np.float32)
+        s = np.asarray(rng.uniform(0.5, 2, scale_shape), np.float32)
+        zp = None
+        if dtype in ("int4", "uint4", "int2"):
+            lo, hi = {"int4": (-3, 3), "uint4": (5, 9), "int2": (-1, 0)}[dtype]
+            zp = qdq.CodeArray(rng.integers(lo, hi + 1, scale_shape).astype(np.int8 if lo < 0 else np.uint8), dtype)
+        qkw = dict(kw) if zp is not None else dict(kw, output_dtype=dtype)
+        whole = qdq.quantize_linear(x, s, zp, packed=True, **qkw)
+        split = qdq.quantize_linear(x, s, zp, **qkw)
+        assert_bit_exact(split, whole.to_array(), "QuantizeLinear")
+        out = np.empty_like(split)
+        assert_bit_exact(qdq.quantize_linear(x, s, zp, out=out, **qkw), whole.to_array(), "QuantizeLinear out=")
+        assert_bit_exact(qdq.dequantize_linear(split, s, zp, **kw), qdq.dequantize_linear(whole, s, zp, **kw),
+                         "DequantizeLinear")
+    finally:
+        qdq.set_num_threads(old)
+
+
+def test_a_bad_item_in_a_later_chunk_is_named():
+    values = np.zeros(1 << 21, np.int8)
+    values[(1 << 20) + 3] = 9
+    bad = values.view(qdq.CodeArray)
+    bad.qdq_dtype = "int4"
+    with pytest.raises(ValueError, match=f"element {(1 << 20) + 3} is 9"):
+        qdq.dequantize_linear(bad, np.float32(1))
+    with pytest.raises(ValueError, match=f"element {(1 << 20) + 3} is 9"):
+        qdq.dequantize_linear(bad, np.float32(1), out=np.full(values.shape, 7, np.float32))
