@@ -295,7 +295,12 @@ bool resolve_force_scalar(const ExecutionOptions& options) {
   return env != nullptr && env[0] != '\0' && std::strcmp(env, "0") != 0;
 }
 
-void parallel_ranges(int64_t elements, const ExecutionOptions& options, FunctionRef<void(int64_t, int64_t)> fn) {
+uint64_t bytes_moved(DataType x_type, DataType y_type, int64_t elements) {
+  const auto n = static_cast<uint64_t>(elements);
+  return (n * static_cast<uint64_t>(bit_width(x_type)) + 7) / 8 + (n * static_cast<uint64_t>(bit_width(y_type)) + 7) / 8;
+}
+
+void parallel_ranges(int64_t elements, const ExecutionOptions& options, FunctionRef<void(int64_t, int64_t)> fn, uint64_t work) {
   if (elements <= 0) return;
   const auto tasks = static_cast<size_t>((elements + kTaskGrain - 1) / kTaskGrain);
   if (tasks == 1) {
@@ -309,7 +314,9 @@ void parallel_ranges(int64_t elements, const ExecutionOptions& options, Function
   if (options.parallel_for) {
     options.parallel_for(tasks, std::function<void(size_t)>(body));  // the caller's interface takes a std::function
   } else {
-    pool().run(tasks, resolve_num_threads(options), body);
+    int threads = resolve_num_threads(options);
+    if (work > 0) threads = static_cast<int>(std::clamp<uint64_t>(work / kMinWorkPerThread, 1, static_cast<uint64_t>(threads)));
+    pool().run(tasks, threads, body);
   }
 }
 
