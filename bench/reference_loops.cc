@@ -134,25 +134,57 @@ HWY_AFTER_NAMESPACE();
 
 #if HWY_ONCE
 namespace qdq::bench {
+namespace {
 
-HWY_EXPORT(StreamRange);
-HWY_EXPORT(CeilingQuantizeInt8);
-HWY_EXPORT(CeilingDequantizeUint8);
-HWY_EXPORT(Target);
+/// The loops of one Highway target.
+struct Loops {
+  decltype(&HWY_STATIC_DISPATCH(StreamRange)) stream_range;
+  decltype(&HWY_STATIC_DISPATCH(CeilingQuantizeInt8)) ceiling_quantize_int8;
+  decltype(&HWY_STATIC_DISPATCH(CeilingDequantizeUint8)) ceiling_dequantize_uint8;
+  int64_t target;
+};
+
+#define QDQ_BENCH_LOOPS(N) Loops{&N::StreamRange, &N::CeilingQuantizeInt8, &N::CeilingDequantizeUint8, N::Target()}
+
+/// The best compiled target this CPU runs, chosen here rather than by libhwy's dispatch so that
+/// the qdq CLI, which links the bench core, needs Highway's headers only, as the library does.
+/// (The feature names are those GCC and clang both accept; every AVX2 CPU also has F16C.)
+const Loops& loops() {
+  static const Loops chosen = [] {
+#if HWY_ARCH_X86 && (defined(__GNUC__) || defined(__clang__))
+#if HWY_TARGETS & HWY_AVX3
+    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq") &&
+        __builtin_cpu_supports("avx512vl")) {
+      return QDQ_BENCH_LOOPS(N_AVX3);
+    }
+#endif
+#if HWY_TARGETS & HWY_AVX2
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("bmi") &&
+        __builtin_cpu_supports("bmi2")) {
+      return QDQ_BENCH_LOOPS(N_AVX2);
+    }
+#endif
+#endif
+    return QDQ_BENCH_LOOPS(HWY_NAMESPACE);  // the static target: what the compiler flags allow
+  }();
+  return chosen;
+}
+
+}  // namespace
 
 void stream_range(const uint8_t* in, uint64_t in_bytes, uint8_t* out, uint64_t out_bytes, bool non_temporal) {
-  HWY_DYNAMIC_DISPATCH(StreamRange)(in, in_bytes, out, out_bytes, non_temporal);
+  loops().stream_range(in, in_bytes, out, out_bytes, non_temporal);
 }
 
 void ceiling_quantize_int8(const float* x, int8_t* y, int64_t n, float inverse_scale, int32_t zero_point) {
-  HWY_DYNAMIC_DISPATCH(CeilingQuantizeInt8)(x, y, n, inverse_scale, zero_point);
+  loops().ceiling_quantize_int8(x, y, n, inverse_scale, zero_point);
 }
 
 void ceiling_dequantize_uint8(const uint8_t* x, float* y, int64_t n, float scale, float offset) {
-  HWY_DYNAMIC_DISPATCH(CeilingDequantizeUint8)(x, y, n, scale, offset);
+  loops().ceiling_dequantize_uint8(x, y, n, scale, offset);
 }
 
-std::string reference_target() { return hwy::TargetName(HWY_DYNAMIC_DISPATCH(Target)()); }
+std::string reference_target() { return hwy::TargetName(loops().target); }
 
 }  // namespace qdq::bench
 #endif

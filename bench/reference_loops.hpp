@@ -1,7 +1,7 @@
 // The machine's limits that `qdq bench` sets each case against, measured in the same run: streaming
 // loops that only move a case's bytes (with normal and with non-temporal stores), and in-cache
 // "ceiling" loops that do the least arithmetic a quantize or dequantize needs, without exactness.
-// Highway, compiled for every x86 target and dispatched to the best one the CPU runs (libhwy).
+// Highway, compiled for the x86 targets and dispatched to the best one the CPU runs (headers only).
 #pragma once
 
 #include <cstdint>

@@ -213,8 +213,9 @@ def main():
             cells.append("not run (int4 output not fetchable as NumPy)")
         cells.append(best(f_torch, args.repeat) if f_torch else torch_times.get(name, "—"))
         cells.append(best(f_np, args.repeat))
-        fmt = [f"{c * 1e3:.1f} ({c / t_qdq:.1f}×)" if isinstance(c, float) else c for c in cells]
-        print(f"| {name} | {t_qdq * 1e3:.1f} | " + " | ".join(fmt) + " |")
+        digits = 1 if t_qdq >= 1e-3 else 4  # in cache (e.g. --size 256) a call takes microseconds
+        fmt = [f"{c * 1e3:.{digits}f} ({c / t_qdq:.1f}×)" if isinstance(c, float) else c for c in cells]
+        print(f"| {name} | {t_qdq * 1e3:.{digits}f} | " + " | ".join(fmt) + " |")
 
 
 if __name__ == "__main__":
