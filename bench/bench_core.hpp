@@ -39,7 +39,8 @@ struct BenchResult {
   double seconds = 0;       // median time of one call (the mean, with compare_one_thread)
   double gelem_per_s = 0;   // 1e9 elements per second
   double gbps = 0;          // (bytes read + bytes written) / seconds / 1e9
-  double stream_gbps = 0;   // the streaming loop on the same bytes, same run, median: the better of
+  double stream_gbps = 0;   // the streaming loop on the same bytes, same run (medians, the faster of
+                            // the runs before and after the kernel): the better of
   double stream_normal_gbps = 0;  // normal stores
   double stream_nt_gbps = 0;      // and non-temporal stores (with the fence at the end of each part)
   double ratio = 0;         // gbps / stream_gbps

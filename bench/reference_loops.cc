@@ -120,9 +120,15 @@ void CeilingDequantizeUint8(const uint8_t* HWY_RESTRICT x, float* HWY_RESTRICT y
   const auto vscale = hn::Set(df, scale);
   const auto voffset = hn::Set(df, offset);
   const auto lanes = static_cast<int64_t>(hn::Lanes(df));
-  for (int64_t i = 0; i < n; i += lanes) {
-    const auto v = hn::ConvertTo(df, hn::PromoteTo(di, hn::LoadU(d8, x + i)));
-    hn::StoreU(hn::MulAdd(v, vscale, voffset), df, y + i);
+  const auto decode = [&](int64_t i) {
+    hn::StoreU(hn::MulAdd(hn::ConvertTo(df, hn::PromoteTo(di, hn::LoadU(d8, x + i))), vscale, voffset), df, y + i);
+  };
+  // Four vectors per iteration, as the kernels unroll (n is a multiple of 64, so of 4 vectors).
+  for (int64_t i = 0; i < n; i += 4 * lanes) {
+    decode(i);
+    decode(i + lanes);
+    decode(i + 2 * lanes);
+    decode(i + 3 * lanes);
   }
 }
 
