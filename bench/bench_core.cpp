@@ -26,8 +26,8 @@ using T = DataType;
 using Clock = std::chrono::steady_clock;
 
 // ---------------------------------------------------------------------------------------------
-// References: the streaming and ceiling loops (reference_loops.hpp), split between threads like the
-// kernels' tasks.
+// References: the streaming and ceiling loops (reference_loops.hpp), split evenly between the
+// benchmark's threads.
 
 /// 64-byte aligned storage, so that the non-temporal streaming stores (which need aligned
 /// addresses) and the kernels see buffers as an engine would allocate them.
