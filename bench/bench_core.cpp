@@ -2,6 +2,7 @@
 #include "bench_core.hpp"
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cmath>
@@ -11,9 +12,12 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <new>
 #include <random>
 #include <thread>
 #include <vector>
+
+#include "reference_loops.hpp"
 
 namespace qdq::bench {
 namespace {
@@ -22,61 +26,27 @@ using T = DataType;
 using Clock = std::chrono::steady_clock;
 
 // ---------------------------------------------------------------------------------------------
-// The streaming reference: out = XOR of the input words that map to it (or in, repeated), in
-// 32-byte blocks, so the compiler emits one vector load per input block and one vector store per
-// output block. A function clone per ISA keeps it vectorised at the machine's width.
+// References: the streaming and ceiling loops (reference_loops.hpp), split evenly between the
+// benchmark's threads.
 
-typedef uint64_t Block __attribute__((vector_size(32)));
-
-template <int R>
-__attribute__((target_clones("avx2", "default"))) void stream_reduce(const uint8_t* in, uint8_t* out, size_t out_blocks) {
-  for (size_t j = 0; j < out_blocks; ++j) {
-    Block acc;
-    std::memcpy(&acc, in + (j * R) * 32, 32);
-    for (int t = 1; t < R; ++t) {
-      Block v;
-      std::memcpy(&v, in + (j * R + static_cast<size_t>(t)) * 32, 32);
-      acc ^= v;
-    }
-    std::memcpy(out + j * 32, &acc, 32);
+/// 64-byte aligned storage, so that the non-temporal streaming stores (which need aligned
+/// addresses) and the kernels see buffers as an engine would allocate them.
+template <class V>
+struct CacheLineAllocator {
+  using value_type = V;
+  CacheLineAllocator() = default;
+  template <class U>
+  CacheLineAllocator(const CacheLineAllocator<U>&) {}  // NOLINT(google-explicit-constructor)
+  V* allocate(size_t n) { return static_cast<V*>(::operator new(n * sizeof(V), std::align_val_t{64})); }
+  void deallocate(V* p, size_t) { ::operator delete(p, std::align_val_t{64}); }
+  template <class U>
+  bool operator==(const CacheLineAllocator<U>&) const {
+    return true;
   }
-}
-
-template <int R>
-__attribute__((target_clones("avx2", "default"))) void stream_expand(const uint8_t* in, uint8_t* out, size_t in_blocks) {
-  for (size_t j = 0; j < in_blocks; ++j) {
-    Block v;
-    std::memcpy(&v, in + j * 32, 32);
-    for (int t = 0; t < R; ++t) {
-      const Block w = v + static_cast<uint64_t>(t);
-      std::memcpy(out + (j * R + static_cast<size_t>(t)) * 32, &w, 32);
-    }
-  }
-}
-
-/// Reads `in_bytes` and writes `out_bytes` (ratios 1/16..16, both multiples of 32·ratio).
-void stream_range(const uint8_t* in, uint64_t in_bytes, uint8_t* out, uint64_t out_bytes) {
-  if (in_bytes >= out_bytes) {
-    const uint64_t r = in_bytes / out_bytes;
-    const size_t blocks = out_bytes / 32;
-    switch (r) {
-      case 1: stream_reduce<1>(in, out, blocks); break;
-      case 2: stream_reduce<2>(in, out, blocks); break;
-      case 4: stream_reduce<4>(in, out, blocks); break;
-      case 8: stream_reduce<8>(in, out, blocks); break;
-      default: stream_reduce<16>(in, out, blocks); break;
-    }
-  } else {
-    const uint64_t r = out_bytes / in_bytes;
-    const size_t blocks = in_bytes / 32;
-    switch (r) {
-      case 2: stream_expand<2>(in, out, blocks); break;
-      case 4: stream_expand<4>(in, out, blocks); break;
-      case 8: stream_expand<8>(in, out, blocks); break;
-      default: stream_expand<16>(in, out, blocks); break;
-    }
-  }
-}
+};
+template <class V>
+using AlignedVector = std::vector<V, CacheLineAllocator<V>>;
+using Bytes = AlignedVector<uint8_t>;
 
 /// Threads that stay alive between streaming calls and poll for work for a while after each, as
 /// qdq's own pool does between back-to-back calls: creating threads per call would charge the
@@ -138,14 +108,11 @@ class StreamTeam {
   std::vector<std::thread> workers_;
 };
 
-void stream_bytes(const uint8_t* in, uint64_t in_bytes, uint8_t* out, uint64_t out_bytes, int threads) {
-  // Whole 32-byte blocks of the smaller side, split evenly between threads.
-  const uint64_t small = std::min(in_bytes, out_bytes);
-  const uint64_t in_per = in_bytes / small;
-  const uint64_t out_per = out_bytes / small;
-  const uint64_t blocks = small / 32;
-  if (threads <= 1 || blocks < 64) {
-    stream_range(in, blocks * 32 * in_per, out, blocks * 32 * out_per);
+/// Runs part(u0, u1) over [0, units) split evenly between `threads` threads (the calling thread
+/// alone when there is one thread or too little work to split).
+void split_units(uint64_t units, int threads, const std::function<void(uint64_t, uint64_t)>& part) {
+  if (threads <= 1 || units < 64) {
+    part(0, units);
     return;
   }
   static std::unique_ptr<StreamTeam> team;
@@ -154,10 +121,44 @@ void stream_bytes(const uint8_t* in, uint64_t in_bytes, uint8_t* out, uint64_t o
     team = std::make_unique<StreamTeam>(threads);
   }
   const auto n = static_cast<uint64_t>(threads);
-  team->run([&](int t) {
-    const uint64_t b0 = blocks * static_cast<uint64_t>(t) / n;
-    const uint64_t b1 = blocks * static_cast<uint64_t>(t + 1) / n;
-    stream_range(in + b0 * 32 * in_per, (b1 - b0) * 32 * in_per, out + b0 * 32 * out_per, (b1 - b0) * 32 * out_per);
+  team->run([&](int t) { part(units * static_cast<uint64_t>(t) / n, units * static_cast<uint64_t>(t + 1) / n); });
+}
+
+void stream_bytes(const uint8_t* in, uint64_t in_bytes, uint8_t* out, uint64_t out_bytes, int threads, bool non_temporal) {
+  // Whole 64-byte units of the smaller side, so that every thread's part starts aligned.
+  const uint64_t small = std::min(in_bytes, out_bytes);
+  const uint64_t in_per = in_bytes / small;
+  const uint64_t out_per = out_bytes / small;
+  split_units(small / 64, threads, [&](uint64_t u0, uint64_t u1) {
+    stream_range(in + u0 * 64 * in_per, (u1 - u0) * 64 * in_per, out + u0 * 64 * out_per, (u1 - u0) * 64 * out_per, non_temporal);
+  });
+}
+
+/// The ceiling loops' buffers, sized for the largest case of a run (elements rounded to 64).
+struct CeilingBuffers {
+  explicit CeilingBuffers(int64_t elements)
+      : floats(static_cast<size_t>(elements)), codes(static_cast<size_t>(elements)), out_codes(static_cast<size_t>(elements)),
+        out_floats(static_cast<size_t>(elements)) {
+    std::mt19937 rng(3);
+    std::uniform_real_distribution<float> xd(-2.0f, 2.0f);
+    for (float& v : floats) v = xd(rng);
+    for (uint8_t& b : codes) b = static_cast<uint8_t>(rng());
+  }
+  AlignedVector<float> floats;
+  Bytes codes;
+  AlignedVector<int8_t> out_codes;
+  AlignedVector<float> out_floats;
+};
+
+void ceiling(CeilingBuffers& b, bool quantize, int64_t elements, int threads) {
+  split_units(static_cast<uint64_t>(elements) / 64, threads, [&](uint64_t u0, uint64_t u1) {
+    const auto i = static_cast<int64_t>(u0 * 64);
+    const auto n = static_cast<int64_t>((u1 - u0) * 64);
+    if (quantize) {
+      ceiling_quantize_int8(b.floats.data() + i, b.out_codes.data() + i, n, 1.0f / 0.0173f, 3);
+    } else {
+      ceiling_dequantize_uint8(b.codes.data() + i, b.out_floats.data() + i, n, 0.0173f, -3 * 0.0173f);
+    }
   });
 }
 
@@ -234,8 +235,8 @@ Layout layout_for(const CaseInfo& info, int64_t elements) {
   return l;
 }
 
-std::vector<uint8_t> float_bytes(T type, const std::vector<float>& values) {
-  std::vector<uint8_t> out(values.size() * (type == T::kFloat ? 4 : 2));
+Bytes float_bytes(T type, const std::vector<float>& values) {
+  Bytes out(values.size() * (type == T::kFloat ? 4 : 2));
   for (size_t i = 0; i < values.size(); ++i) {
     uint32_t bits;
     std::memcpy(&bits, &values[i], 4);
@@ -317,7 +318,9 @@ class Case final : public PreparedCase {
     }
   }
 
-  void stream() override { stream_bytes(x_.data(), x_.size(), y_.data(), y_.size(), stream_threads_); }
+  void stream(bool non_temporal) override {
+    stream_bytes(x_.data(), x_.size(), y_.data(), y_.size(), stream_threads_, non_temporal);
+  }
   uint64_t bytes_in() const override { return x_.size(); }
   uint64_t bytes_out() const override { return y_.size(); }
   void set_stream_threads(int threads) { stream_threads_ = threads; }
@@ -327,7 +330,7 @@ class Case final : public PreparedCase {
   Layout layout_;
   int64_t elements_ = 0;
   T scale_type_ = T::kFloat;
-  std::vector<uint8_t> x_, scale_, zero_point_, y_;
+  Bytes x_, scale_, zero_point_, y_;
   int stream_threads_ = 1;
 };
 
@@ -455,6 +458,7 @@ std::vector<BenchResult> run_benchmarks(const BenchOptions& options, const std::
   std::vector<BenchResult> results;
   const int threads = options.threads > 0 ? options.threads : default_num_threads();
   const BusyLoad load(options.load);
+  std::unique_ptr<CeilingBuffers> ceiling_buffers;
   for (const CaseInfo& info : all_cases()) {
     if (!options.filter.empty() && info.name.find(options.filter) == std::string::npos) continue;
     int64_t elements = 0;
@@ -465,13 +469,28 @@ std::vector<BenchResult> run_benchmarks(const BenchOptions& options, const std::
     kernels.push_back(options.force_scalar);
     if (options.compare_scalar && !options.force_scalar) kernels.push_back(true);
     // Warm up (page faults, thread pool start-up).
-    c->stream();
+    c->stream(false);
+    c->stream(true);
     c->run(ExecutionOptions{});
+    const bool quantize = info.op == "quantize";
+    const bool in_cache = c->bytes_in() + c->bytes_out() <= kInCacheBytes;
+    if (!ceiling_buffers || static_cast<int64_t>(ceiling_buffers->floats.size()) < elements) {
+      ceiling_buffers.reset();
+      ceiling_buffers = std::make_unique<CeilingBuffers>(elements);
+    }
+    ceiling(*ceiling_buffers, quantize, elements, threads);
     for (bool scalar : kernels) {
       ExecutionOptions exec;
       exec.num_threads = options.threads;
       exec.force_scalar = scalar;
-      const double stream_before = median_seconds([&] { c->stream(); }, options.repeats);
+      // The references before and after the kernel; the faster of the two is the machine's limit
+      // (on a shared machine either may have lost its core for a while).
+      const auto references = [&] {
+        return std::array<double, 3>{median_seconds([&] { c->stream(false); }, options.repeats),
+                                     median_seconds([&] { c->stream(true); }, options.repeats),
+                                     median_seconds([&] { ceiling(*ceiling_buffers, quantize, elements, threads); }, options.repeats)};
+      };
+      const std::array<double, 3> before = references();
       double seconds = 0;
       PairedMeans paired;
       if (options.compare_one_thread) {
@@ -482,8 +501,7 @@ std::vector<BenchResult> run_benchmarks(const BenchOptions& options, const std::
       } else {
         seconds = median_seconds([&] { c->run(exec); }, options.repeats);
       }
-      const double stream_after = median_seconds([&] { c->stream(); }, options.repeats);
-      const double stream_seconds = (stream_before + stream_after) / 2;
+      const std::array<double, 3> after = references();
       const double bytes = static_cast<double>(c->bytes_in() + c->bytes_out());
       BenchResult r;
       r.name = info.name;
@@ -498,8 +516,17 @@ std::vector<BenchResult> run_benchmarks(const BenchOptions& options, const std::
       r.seconds = seconds;
       r.gelem_per_s = static_cast<double>(elements) / seconds / 1e9;
       r.gbps = bytes / seconds / 1e9;
-      r.stream_gbps = bytes / stream_seconds / 1e9;
+      r.stream_normal_gbps = bytes / std::min(before[0], after[0]) / 1e9;
+      r.stream_nt_gbps = bytes / std::min(before[1], after[1]) / 1e9;
+      r.stream_gbps = std::max(r.stream_normal_gbps, r.stream_nt_gbps);
       r.ratio = r.gbps / r.stream_gbps;
+      r.ceiling_gelem_per_s = static_cast<double>(elements) / std::min(before[2], after[2]) / 1e9;
+      r.ceiling_ratio = r.gelem_per_s / r.ceiling_gelem_per_s;
+      r.reference = in_cache ? "ceiling" : "streaming";
+      r.vs_reference = in_cache ? r.ceiling_ratio : r.ratio;
+      r.reference_target = reference_target();
+      if (quantize && !scalar) r.routes = getenv("QDQ_POW2") ? "power-of-two reciprocal" : "division";
+      if (quantize && scalar) r.routes = "division";
       r.load = options.load;
       if (options.compare_one_thread) {
         r.one_thread_gelem_per_s = static_cast<double>(elements) / paired.b / 1e9;
@@ -521,7 +548,12 @@ std::string to_json(const std::vector<BenchResult>& results) {
            ", \"block_size\": " + std::to_string(r.block_size) + ", \"elements\": " + std::to_string(r.elements) +
            ", \"threads\": " + std::to_string(r.threads) + ", \"kernel\": " + json_string(r.kernel) +
            ", \"seconds\": " + fixed(r.seconds, 9) + ", \"gelem_per_s\": " + fixed(r.gelem_per_s, 4) +
-           ", \"gbps\": " + fixed(r.gbps, 3) + ", \"stream_gbps\": " + fixed(r.stream_gbps, 3) + ", \"ratio\": " + fixed(r.ratio, 3) +
+           ", \"gbps\": " + fixed(r.gbps, 3) + ", \"stream_gbps\": " + fixed(r.stream_gbps, 3) +
+           ", \"stream_normal_gbps\": " + fixed(r.stream_normal_gbps, 3) + ", \"stream_nt_gbps\": " + fixed(r.stream_nt_gbps, 3) +
+           ", \"ratio\": " + fixed(r.ratio, 3) + ", \"ceiling_gelem_per_s\": " + fixed(r.ceiling_gelem_per_s, 4) +
+           ", \"ceiling_ratio\": " + fixed(r.ceiling_ratio, 3) + ", \"reference\": " + json_string(r.reference) +
+           ", \"vs_reference\": " + fixed(r.vs_reference, 3) + ", \"reference_target\": " + json_string(r.reference_target) +
+           ", \"routes\": " + json_string(r.routes) +
            ", \"load\": " + std::to_string(r.load) + ", \"one_thread_gelem_per_s\": " + fixed(r.one_thread_gelem_per_s, 4) +
            ", \"vs_one_thread\": " + fixed(r.vs_one_thread, 3) + "}";
     out += i + 1 < results.size() ? ",\n" : "\n";
@@ -531,8 +563,8 @@ std::string to_json(const std::vector<BenchResult>& results) {
 
 std::string table_header(bool thread_columns) {
   char buffer[256];
-  std::snprintf(buffer, sizeof buffer, "%-46s %-6s %7s %10s %8s %8s %6s", "case", "kernel", "threads", "Gelem/s", "GB/s",
-                "streamGB", "ratio");
+  std::snprintf(buffer, sizeof buffer, "%-46s %-6s %7s %10s %8s %8s %6s %8s %6s %-9s %6s", "case", "kernel", "threads", "Gelem/s",
+                "GB/s", "streamGB", "ratio", "ceilGe/s", "vsCeil", "ref", "vsRef");
   std::string header = buffer;
   if (thread_columns) {
     std::snprintf(buffer, sizeof buffer, " %4s %10s %6s", "load", "1T Gelem/s", "vs1T");
@@ -543,8 +575,9 @@ std::string table_header(bool thread_columns) {
 
 std::string table_row(const BenchResult& r) {
   char buffer[256];
-  std::snprintf(buffer, sizeof buffer, "%-46s %-6s %7d %10.3f %8.2f %8.2f %6.2f", r.name.c_str(), r.kernel.c_str(), r.threads,
-                r.gelem_per_s, r.gbps, r.stream_gbps, r.ratio);
+  std::snprintf(buffer, sizeof buffer, "%-46s %-6s %7d %10.3f %8.2f %8.2f %6.2f %8.2f %6.2f %-9s %6.2f", r.name.c_str(),
+                r.kernel.c_str(), r.threads, r.gelem_per_s, r.gbps, r.stream_gbps, r.ratio, r.ceiling_gelem_per_s, r.ceiling_ratio,
+                r.reference.c_str(), r.vs_reference);
   std::string row = buffer;
   if (r.vs_one_thread > 0) {
     std::snprintf(buffer, sizeof buffer, " %4d %10.3f %6.2f", r.load, r.one_thread_gelem_per_s, r.vs_one_thread);

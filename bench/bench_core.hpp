@@ -1,6 +1,8 @@
 // qdq's benchmark core, shared by `qdq bench` and the Google Benchmark binary: a fixed list of
-// QuantizeLinear/DequantizeLinear cases, each timed through the public API and set against a
-// streaming loop that reads and writes the same numbers of bytes in the same run.
+// QuantizeLinear/DequantizeLinear cases, each timed through the public API and set against the
+// machine's limits measured in the same run: a streaming loop that reads and writes the same numbers
+// of bytes (the better of normal and non-temporal stores), and in-cache ceiling loops (an inexact
+// multiply-by-reciprocal quantize, a convert + fma dequantize).
 #pragma once
 
 #include <cstdint>
@@ -37,8 +39,21 @@ struct BenchResult {
   double seconds = 0;       // median time of one call (the mean, with compare_one_thread)
   double gelem_per_s = 0;   // 1e9 elements per second
   double gbps = 0;          // (bytes read + bytes written) / seconds / 1e9
-  double stream_gbps = 0;   // the streaming loop on the same bytes, same run, median
+  double stream_gbps = 0;   // the streaming loop on the same bytes, same run (medians, the faster of
+                            // the runs before and after the kernel): the better of
+  double stream_normal_gbps = 0;  // normal stores
+  double stream_nt_gbps = 0;      // and non-temporal stores (with the fence at the end of each part)
   double ratio = 0;         // gbps / stream_gbps
+  // The in-cache ceiling for the operation, same run, same element count and threads: quantize cases
+  // against ceiling_quantize_int8, dequantize cases against ceiling_dequantize_uint8.
+  double ceiling_gelem_per_s = 0;
+  double ceiling_ratio = 0;           // gelem_per_s / ceiling_gelem_per_s
+  std::string reference;              // the limit that applies: "ceiling" in cache, else "streaming"
+  double vs_reference = 0;            // ceiling_ratio or ratio, as `reference` says
+  std::string reference_target;       // the Highway target the reference loops ran on, e.g. "AVX3"
+  // How the kernel computes the quantize quotient here: "division" or "power-of-two reciprocal"
+  // (the exact reciprocal routes will add theirs); empty for dequantize.
+  std::string routes;
   int load = 0;             // busy threads that ran beside it
   double one_thread_gelem_per_s = 0;  // the same case on one thread (compare_one_thread), else 0
   double vs_one_thread = 0;           // gelem_per_s / one_thread_gelem_per_s (compare_one_thread), else 0
@@ -49,8 +64,9 @@ class PreparedCase {
  public:
   virtual ~PreparedCase() = default;
   virtual void run(const ExecutionOptions& options) = 0;
-  /// The streaming reference: reads bytes_in() bytes and writes bytes_out() bytes, vectorised.
-  virtual void stream() = 0;
+  /// The streaming reference: reads bytes_in() bytes and writes bytes_out() bytes, vectorised, with
+  /// normal or non-temporal stores.
+  virtual void stream(bool non_temporal) = 0;
   virtual uint64_t bytes_in() const = 0;
   virtual uint64_t bytes_out() const = 0;
 };
@@ -63,6 +79,10 @@ struct CaseInfo {
   std::string granularity;
   int64_t block_size;
 };
+
+/// Cases whose input and output together take at most this many bytes are "in cache": their
+/// reference is the ceiling loop (the L2 of the machines measured is 1-2 MiB per core).
+constexpr uint64_t kInCacheBytes = uint64_t{2} << 20;
 
 /// Every case, in the order they run.
 const std::vector<CaseInfo>& all_cases();

@@ -43,10 +43,10 @@ void run_kernel(benchmark::State& state, const CaseInfo* info, int64_t elements,
   state.SetBytesProcessed(state.iterations() * static_cast<int64_t>(c.bytes_in() + c.bytes_out()));
 }
 
-void run_stream(benchmark::State& state, const CaseInfo* info, int64_t elements) {
+void run_stream(benchmark::State& state, const CaseInfo* info, int64_t elements, bool non_temporal) {
   int64_t actual = 0;
   PreparedCase& c = prepared(*info, elements, &actual);
-  for (auto _ : state) c.stream();
+  for (auto _ : state) c.stream(non_temporal);
   state.SetItemsProcessed(state.iterations() * actual);
   state.SetBytesProcessed(state.iterations() * static_cast<int64_t>(c.bytes_in() + c.bytes_out()));
 }
@@ -59,7 +59,8 @@ int register_all() {
       const std::string suffix = "/" + std::to_string(elements);
       benchmark::RegisterBenchmark((info.name + suffix + "/simd").c_str(), run_kernel, &info, elements, false)->Arg(1)->Arg(2)->UseRealTime();
       benchmark::RegisterBenchmark((info.name + suffix + "/scalar").c_str(), run_kernel, &info, elements, true)->Arg(1)->UseRealTime();
-      benchmark::RegisterBenchmark((info.name + suffix + "/stream").c_str(), run_stream, &info, elements)->UseRealTime();
+      benchmark::RegisterBenchmark((info.name + suffix + "/stream").c_str(), run_stream, &info, elements, false)->UseRealTime();
+      benchmark::RegisterBenchmark((info.name + suffix + "/stream-nt").c_str(), run_stream, &info, elements, true)->UseRealTime();
     }
   }
   return 0;

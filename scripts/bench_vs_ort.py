@@ -4,6 +4,7 @@ single-node session per case, input fed per call), PyTorch's quantize_per_tensor
 (when torch imports here) and NumPy's formula (codes one per byte). Prints each peer's time per call,
 its ratio to qdq and its version. Shared comparison script of the speed and Python issues.
 Usage: build/venv/bin/python scripts/bench_vs_ort.py [--size 4096] [--repeat 5] [--threads 0]
+       build/venv/bin/python scripts/bench_vs_ort.py --ort-nodes build/release/tools/qdq/qdq [--elements 65536,67108864]
        build/venv/bin/python scripts/bench_vs_ort.py --vs-bench build/release/tools/qdq/qdq [--threads 1]
 --vs-bench times qdq's Python calls (plain, out=, packed) beside `qdq bench` on the same cases, element
 counts and thread count, interleaved round by round, and prints each call's time over the kernel's
@@ -125,6 +126,90 @@ def vs_bench(args):
               f"{t_np * 1e3:.1f} ({t_np / best_calls[0]:.1f}×) |")
 
 
+# `--ort-nodes QDQ`: qdq bench's cases as one-node ONNX Runtime models (same layouts, scales, zero
+# points and element counts as bench/bench_core.cpp), K copies of the node in one graph so that
+# ONNX Runtime's per-run cost (~10-40 µs) is shared by K calls in cache (K is kept small enough for
+# all K outputs to stay in cache); each case beside `qdq bench` run in the same minute, with the same
+# thread count. (qdq bench case, ONNX op, quantized type, layout)
+ORT_NODES = [
+    ("quantize/float32->uint8/per-tensor", "QuantizeLinear", TP.UINT8, "per-tensor"),
+    ("quantize/float32->int8/per-axis", "QuantizeLinear", TP.INT8, "per-axis"),
+    ("quantize/float32->int4/blocked-last-32", "QuantizeLinear", TP.INT4, "blocked-last"),
+    ("dequantize/uint8->float32/per-tensor", "DequantizeLinear", TP.UINT8, "per-tensor"),
+    ("dequantize/int8->float32/per-axis", "DequantizeLinear", TP.INT8, "per-axis"),
+    ("dequantize/int4->float32/blocked-last-32", "DequantizeLinear", TP.INT4, "blocked-last"),
+]
+
+
+def ort_nodes_session(case, op, qtype, layout, n, copies, threads):
+    rng = np.random.default_rng(42)
+    shape = {"per-tensor": [n], "per-axis": [64, n // 64], "blocked-last": [n // 1024, 1024]}[layout]
+    scale_shape = {"per-tensor": [], "per-axis": [64], "blocked-last": [n // 1024, 32]}[layout]
+    attrs = {"per-tensor": {}, "per-axis": {"axis": 0}, "blocked-last": {"axis": 1, "block_size": 32}}[layout]
+    scale = rng.uniform(0.01, 0.02, scale_shape).astype(np.float32)
+    inits = [numpy_helper.from_array(scale, "s")]
+    names = ["x", "s"]
+    if qtype in (TP.UINT8, TP.INT8):
+        zp = np.full(scale_shape, 3, np.uint8 if qtype == TP.UINT8 else np.int8)
+        inits.append(numpy_helper.from_array(zp, "z"))
+        names.append("z")
+    elif op == "QuantizeLinear":
+        attrs = dict(attrs, output_dtype=qtype)
+    if op == "QuantizeLinear":
+        x = rng.uniform(-2, 2, shape).astype(np.float32)
+        x_type, y_type = TP.FLOAT, qtype
+    else:
+        x_type, y_type = qtype, TP.FLOAT
+        if qtype == TP.INT4:  # the codes as an int4 initializer-free input: quantize a float tensor first
+            x = None
+        else:
+            x = rng.integers(0, 256, shape, dtype=np.uint8).view(np.uint8 if qtype == TP.UINT8 else np.int8)
+    nodes = [helper.make_node(op, names, [f"y{k}"], **attrs) for k in range(copies)]
+    outputs = [helper.make_tensor_value_info(f"y{k}", y_type, shape) for k in range(copies)]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", x_type, shape)], outputs, initializer=inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)], ir_version=10)
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = threads
+    so.inter_op_num_threads = 1
+    sess = ort.InferenceSession(model.SerializeToString(), so, providers=["CPUExecutionProvider"])
+    if x is None:  # int4 codes: ONNX Runtime makes them from floats (NumPy has no int4)
+        q = helper.make_node("QuantizeLinear", ["f", "s"], ["q"], axis=1, block_size=32, output_dtype=TP.INT4)
+        g = helper.make_graph([q], "q", [helper.make_tensor_value_info("f", TP.FLOAT, shape)],
+                              [helper.make_tensor_value_info("q", TP.INT4, shape)], initializer=inits[:1])
+        qs = ort.InferenceSession(helper.make_model(g, opset_imports=[helper.make_opsetid("", 21)], ir_version=10)
+                                  .SerializeToString(), providers=["CPUExecutionProvider"])
+        x_value = qs.run_with_ort_values(["q"], {"f": ort.OrtValue.ortvalue_from_numpy(
+            rng.uniform(-0.1, 0.1, shape).astype(np.float32))})[0]
+    else:
+        x_value = ort.OrtValue.ortvalue_from_numpy(x)
+    out_names = [f"y{k}" for k in range(copies)]
+    return lambda: sess.run_with_ort_values(out_names, {"x": x_value})
+
+
+def ort_nodes(args):
+    sizes = [int(v) for v in args.elements.split(",")]
+    thread_counts = [int(v) for v in args.thread_list.split(",")]
+    print(f"qdq bench beside ONNX Runtime {ort.__version__} one-node models (K copies per graph, time per node), "
+          f"median of {args.repeat}; ratio = ORT time / qdq time (> 1: qdq faster)")
+    print("| case | elements | threads | K | qdq bench (µs) | ORT per node (µs) | ORT / qdq |")
+    print("|---|---:|---:|---:|---:|---:|---:|")
+    for case, op, qtype, layout in ORT_NODES:
+        for n in sizes:
+            for t in thread_counts:
+                # As many copies as keep every node's input and output (about 5 bytes per element) within
+                # 2 MiB, so that an in-cache case stays in cache.
+                copies = max(1, min(64, (2 << 20) // (5 * n)))
+                run = ort_nodes_session(case, op, qtype, layout, n, copies, t)
+                t_ort = best(run, args.repeat) / copies
+                r = subprocess.run([args.ort_nodes, "--threads", str(t), "bench", "--json", "--size", str(n), "--repeats",
+                                    str(args.repeat), "--filter", case], capture_output=True, text=True, check=True)
+                rows = [row for row in json.loads(r.stdout) if row["case"] == case and row["kernel"] == "simd"]
+                t_qdq = rows[0]["seconds"]
+                size = f"{n >> 20} Mi" if n >= 1 << 20 else f"{n >> 10} Ki"
+                print(f"| {case} | {size} | {t} | {copies} | {t_qdq * 1e6:.1f} | {t_ort * 1e6:.1f} | {t_ort / t_qdq:.2f} |",
+                      flush=True)
+
+
 # PyTorch timed in another interpreter (--torch-python), for machines whose PyTorch is not in this
 # venv (Debian's python3-torch, built against Debian's NumPy): the same cases, sizes and threads.
 TORCH_SCRIPT = """
@@ -152,12 +237,18 @@ def main():
     ap.add_argument("--torch-python", metavar="PYTHON",
                     help="time PyTorch with this interpreter when torch does not import here (e.g. /usr/bin/python3)")
     ap.add_argument("--vs-bench", metavar="QDQ_BINARY", help="compare the Python calls with `qdq bench` instead")
+    ap.add_argument("--ort-nodes", metavar="QDQ_BINARY",
+                    help="time qdq bench's cases as one-node ONNX Runtime models (K copies per graph) beside `qdq bench`")
+    ap.add_argument("--elements", default="65536,67108864", help="--ort-nodes: element counts")
+    ap.add_argument("--thread-list", default="1,2", help="--ort-nodes: thread counts")
     ap.add_argument("--size", type=int, default=4096)
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--threads", type=int, default=0, help="threads for qdq, ONNX Runtime and torch (0 = their default)")
     args = ap.parse_args()
     if args.vs_bench:
         return vs_bench(args)
+    if args.ort_nodes:
+        return ort_nodes(args)
     n = args.size
     qdq.set_num_threads(args.threads)
     rng = np.random.default_rng(0)
@@ -213,8 +304,9 @@ def main():
             cells.append("not run (int4 output not fetchable as NumPy)")
         cells.append(best(f_torch, args.repeat) if f_torch else torch_times.get(name, "—"))
         cells.append(best(f_np, args.repeat))
-        fmt = [f"{c * 1e3:.1f} ({c / t_qdq:.1f}×)" if isinstance(c, float) else c for c in cells]
-        print(f"| {name} | {t_qdq * 1e3:.1f} | " + " | ".join(fmt) + " |")
+        digits = 1 if t_qdq >= 1e-3 else 4  # in cache (e.g. --size 256) a call takes microseconds
+        fmt = [f"{c * 1e3:.{digits}f} ({c / t_qdq:.1f}×)" if isinstance(c, float) else c for c in cells]
+        print(f"| {name} | {t_qdq * 1e3:.{digits}f} | " + " | ".join(fmt) + " |")
 
 
 if __name__ == "__main__":

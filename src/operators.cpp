@@ -30,7 +30,8 @@ void quantize_linear(const QuantizeLinearAttributes& attributes, const TensorVie
   const detail::QuantizeCall call = detail::plan_quantize(attributes, x, y_scale, y_zero_point);
   detail::check_output(detail::OpName{"QuantizeLinear", call.version}, y, call.y_type, call.y_shape, call.y_bytes);
   const detail::QuantizeKernel kernel = detail::select_quantize_kernel(call, detail::resolve_force_scalar(options));
-  detail::parallel_ranges(call.plan.elements, options, [&](int64_t begin, int64_t end) { kernel(call, y.data, begin, end); });
+  detail::parallel_ranges(call.plan.elements, options, [&](int64_t begin, int64_t end) { kernel(call, y.data, begin, end); },
+                          2 * detail::bytes_moved(call.x_type, call.y_type, call.plan.elements));
 }
 
 TensorSpec dequantize_linear_output(const DequantizeLinearAttributes& attributes, const TensorView& x, const TensorView& x_scale,
@@ -44,7 +45,8 @@ void dequantize_linear(const DequantizeLinearAttributes& attributes, const Tenso
   const detail::DequantizeCall call = detail::plan_dequantize(attributes, x, x_scale, x_zero_point);
   detail::check_output(detail::OpName{"DequantizeLinear", call.version}, y, call.y_type, call.y_shape, call.y_bytes);
   const detail::DequantizeKernel kernel = detail::select_dequantize_kernel(call, detail::resolve_force_scalar(options));
-  detail::parallel_ranges(call.plan.elements, options, [&](int64_t begin, int64_t end) { kernel(call, y.data, begin, end); });
+  detail::parallel_ranges(call.plan.elements, options, [&](int64_t begin, int64_t end) { kernel(call, y.data, begin, end); },
+                          detail::bytes_moved(call.x_type, call.y_type, call.plan.elements));
 }
 
 namespace {
@@ -102,9 +104,10 @@ DynamicQuantizationParameters dynamic_quantize_linear(const TensorView& x, const
   // Pass 1: the range, one partial result per fixed task, combined in task order.
   const int64_t tasks = (elements + detail::kTaskGrain - 1) / detail::kTaskGrain;
   std::vector<Range> partial(static_cast<size_t>(tasks));
-  detail::parallel_ranges(elements, options, [&](int64_t begin, int64_t end) {
-    partial[static_cast<size_t>(begin / detail::kTaskGrain)] = range_of(data, begin, end);
-  });
+  detail::parallel_ranges(
+      elements, options,
+      [&](int64_t begin, int64_t end) { partial[static_cast<size_t>(begin / detail::kTaskGrain)] = range_of(data, begin, end); },
+      count * 4);
   Range all{0.0f, 0.0f, false};
   for (const Range& r : partial) {
     all.nan = all.nan || r.nan;

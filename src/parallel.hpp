@@ -14,6 +14,18 @@ namespace qdq::detail {
 /// Elements per task: a multiple of 4, so every task of a packed 2/4-bit output owns whole bytes.
 constexpr int64_t kTaskGrain = 32768;
 
+/// The least work per thread for which qdq's pool adds threads, in bytes read and written, weighted
+/// twice for quantize (its division makes it about half as fast per byte as dequantize): a call
+/// with less than twice this runs on the calling thread alone. From the idle 2-thread measurements
+/// on the 2-core Intel machine (docs/performance.md): dequantize uint8 -> float32 at 64 Ki elements
+/// (320 KiB) lost with 2 threads (0.92x), quantize float32 -> uint8 at 64 Ki (2 x 320 KiB) and
+/// dequantize at 256 Ki (1.25 MiB) gained (1.56x, 1.12x).
+constexpr uint64_t kMinWorkPerThread = uint64_t{320} << 10;
+
+/// The bytes a call reads and writes: `elements` of x_type in and of y_type out (sub-byte types
+/// packed). Allocates nothing.
+uint64_t bytes_moved(DataType x_type, DataType y_type, int64_t elements);
+
 /// The number of threads a call would use.
 int resolve_num_threads(const ExecutionOptions& options);
 
@@ -42,8 +54,10 @@ class FunctionRef<R(Args...)> {
 
 /// Runs fn(begin, end) over [0, elements) in tasks of kTaskGrain elements, on the caller's
 /// ParallelFor, qdq's pool, or the calling thread alone (a single task, a busy pool, or a busy
-/// machine where helpers have been losing time). qdq's pool allocates nothing per call (it starts its
-/// workers on first use); results never depend on which.
-void parallel_ranges(int64_t elements, const ExecutionOptions& options, FunctionRef<void(int64_t, int64_t)> fn);
+/// machine where helpers have been losing time). `work` (bytes moved, see kMinWorkPerThread; 0 =
+/// unknown, no limit) caps qdq's pool at one thread per kMinWorkPerThread; the caller's ParallelFor
+/// gets every task and decides itself. qdq's pool allocates nothing per call (it starts its workers
+/// on first use); results never depend on which.
+void parallel_ranges(int64_t elements, const ExecutionOptions& options, FunctionRef<void(int64_t, int64_t)> fn, uint64_t work = 0);
 
 }  // namespace qdq::detail

@@ -222,4 +222,24 @@ case_bench_threads() {
   expect_rc 2
 }
 
+case_bench_references() {
+  # The machine's limits beside each case: both streaming loops, the ceiling loop, which of them the
+  # case is set against (in cache: the ceiling; 4 Mi elements: streaming), and the routes field.
+  run_qdq bench --size 65536 --repeats 1 --filter 'quantize/float32->int8/per-tensor' --json
+  expect_rc 0
+  expect_stdout_contains '"reference": "ceiling"'
+  expect_stdout_contains '"routes": "division"'
+  for field in stream_normal_gbps stream_nt_gbps ceiling_gelem_per_s ceiling_ratio vs_reference; do
+    [[ "$out" =~ \"$field\":\ [0-9]+\.[0-9]+ ]] && [[ ! "$out" =~ \"$field\":\ 0\.0+[,}] ]] || fail "no $field figure: $out"
+  done
+  [[ "$out" =~ \"reference_target\":\ \"[A-Za-z0-9_]+\" ]] || fail "no reference_target: $out"
+  run_qdq bench --size 4194304 --repeats 1 --filter 'dequantize/uint8->float32/per-tensor' --json
+  expect_rc 0
+  expect_stdout_contains '"reference": "streaming"'
+  expect_stdout_contains '"routes": ""'
+  run_qdq bench --size 65536 --repeats 1 --filter 'dequantize/uint8->float32/per-tensor'
+  expect_rc 0
+  expect_stdout_contains 'vsRef'
+}
+
 "case_$case_name"

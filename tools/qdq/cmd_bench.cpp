@@ -1,7 +1,8 @@
 // `qdq bench [--json] [--size ELEMENTS] [--filter TEXT] [--repeats N] [--compare-scalar]
 // [--compare-one-thread] [--load N]`: time the QuantizeLinear/DequantizeLinear kernels on qdq's
-// benchmark cases (bench/bench_core.hpp), each next to a streaming loop over the same bytes measured
-// in the same run. Threads come from the global --threads option (default here: 1); --force-scalar
+// benchmark cases (bench/bench_core.hpp), each next to the machine's limits measured in the same run:
+// a streaming loop over the same bytes (the better of normal and non-temporal stores) and, in cache,
+// a ceiling loop (inexact multiply-by-reciprocal quantize, convert + fma dequantize). Threads come from the global --threads option (default here: 1); --force-scalar
 // times the scalar reference kernels; --load N keeps N busy threads running beside it throughout.
 #include <memory>
 #include <string>
@@ -22,7 +23,7 @@ Command register_bench(CLI::App& app, const GlobalOptions& globals) {
     int load = 0;
   };
   auto args = std::make_shared<Arguments>();
-  CLI::App* sub = app.add_subcommand("bench", "Measure kernel throughput against a same-run streaming reference");
+  CLI::App* sub = app.add_subcommand("bench", "Measure kernel throughput against same-run streaming and in-cache ceiling references");
   sub->add_flag("--json", args->json, "Print the results as a JSON array");
   sub->add_option("--size", args->size, "Elements per case (default 67108864; e.g. 16384 for in-cache)")
       ->check(CLI::Range(int64_t{1024}, int64_t{1} << 40));
