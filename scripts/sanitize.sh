@@ -11,7 +11,7 @@
 #          python3, whose own allocations then flood LeakSanitizer; the C++ it wraps is what the
 #          tests here cover).
 #   2. TSan (GCC, build/tsan): the unit tests with QDQ_NUM_THREADS=2 and the threaded stress test
-#      (ctest label `threads`).
+#      (ctest labels `unit` and `threads`; every GoogleTest case is its own ctest test).
 #   3. libFuzzer (the same build/asan, whose library and harness carry the fuzzers' coverage
 #      instrumentation: one clang build serves both, which saves a build of the SIMD kernels):
 #      fuzz_operators and fuzz_onnx, each for QDQ_FUZZ_SECONDS (default 60) from the committed seed
@@ -72,7 +72,7 @@ if [[ $steps == *tsan* ]]; then
   cmake -S . -B build/tsan "${common[@]}" -DQDQ_SANITIZE=thread -DQDQ_BUILD_TOOLS=OFF > /dev/null
   cmake --build build/tsan -j "$jobs" --target qdq_unit_tests qdq_robustness_tests
   step "TSan: unit tests (QDQ_NUM_THREADS=2) and threaded stress"
-  (cd build/tsan && QDQ_NUM_THREADS=2 ctest --output-on-failure -j "$jobs" -R '^(unit|robustness_threads)$' --timeout 900)
+  (cd build/tsan && QDQ_NUM_THREADS=2 ctest --output-on-failure -j "$jobs" -L '^(unit|threads)$' --timeout 900)
 fi
 
 if [[ $steps == *fuzz* ]]; then

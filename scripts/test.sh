@@ -15,6 +15,9 @@ cmake --build build/release -j "$jobs"
 step "ctest (release)"
 (cd build/release && ctest --output-on-failure -j "$jobs" -LE large)
 
+step "unit tests shuffled, twice (gtest prints the random seed: rerun with --gtest_random_seed=N)"
+./build/release/tests/qdq_unit_tests --gtest_shuffle --gtest_repeat=2 --gtest_brief=1
+
 step "ONNX conformance suite through the CLI"
 ./build/release/tools/qdq/qdq test tests/data/onnx-node
 
