@@ -85,6 +85,10 @@ if [[ $steps == *fuzz* ]]; then
   pids=()
   for f in "${fuzzers[@]}"; do
     corpus_name=${f#fuzz_}
+    if [[ -z $(ls -A "fuzz/corpus/$corpus_name" 2> /dev/null) ]]; then
+      echo "sanitize: the seed corpus fuzz/corpus/$corpus_name is missing or empty" >&2
+      exit 1
+    fi
     work=build/asan/corpus-$corpus_name
     rm -rf "$work" && mkdir -p "$work"
     # -max_len: the operator harness reads ~40-120 bytes; ONNX seeds are up to a few hundred.
