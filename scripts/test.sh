@@ -18,6 +18,12 @@ step "ctest (release)"
 step "unit tests shuffled, twice (gtest prints the random seed: rerun with --gtest_random_seed=N)"
 ./build/release/tests/qdq_unit_tests --gtest_shuffle --gtest_repeat=2 --gtest_brief=1
 
+step "QDQ_SIMD=OFF build (build/nosimd): the unit tests on the scalar kernels alone"
+cmake -S . -B build/nosimd -G Ninja -DCMAKE_BUILD_TYPE=Release -DQDQ_SIMD=OFF -DQDQ_BUILD_TOOLS=OFF \
+      -DQDQ_BUILD_BENCH=OFF -DQDQ_BUILD_PYTHON=OFF -DQDQ_INSTALL=OFF >/dev/null
+cmake --build build/nosimd -j "$jobs" --target qdq_unit_tests
+./build/nosimd/tests/qdq_unit_tests --gtest_brief=1
+
 step "ONNX conformance suite through the CLI"
 ./build/release/tools/qdq/qdq test tests/data/onnx-node
 
