@@ -53,4 +53,7 @@ fi
 step "large-tensor tests"
 (cd build/release && ctest --output-on-failure -L large)
 
+step "C/C++ formatting (scripts/format.sh --check lists the files clang-format would change)"
+bash scripts/format.sh --check
+
 step "done"
