@@ -166,8 +166,6 @@ std::optional<uint64_t> bytes_of(T type, const std::vector<int64_t>& shape) {
   return static_cast<uint64_t>(total);
 }
 
-bool is_float8(T t) { return t == T::kFloat8E4M3FN || t == T::kFloat8E4M3FNUZ || t == T::kFloat8E5M2 || t == T::kFloat8E5M2FNUZ; }
-
 // ------------------------------------------------------------------------------------------------
 // Buffers
 
@@ -316,7 +314,10 @@ bool starts_with(const char* s, const char* prefix) { return std::strncmp(s, pre
 
 std::string describe_shape(const std::vector<int64_t>& s) {
   std::string out = "[";
-  for (size_t i = 0; i < s.size(); ++i) out += (i ? "," : "") + std::to_string(s[i]);
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (i > 0) out += ',';  // appended apart: `sep + std::to_string` draws a false GCC 12 -Wrestrict
+    out += std::to_string(s[i]);
+  }
   return out + "]";
 }
 

@@ -777,7 +777,9 @@ TEST(SimdTargetsTest, ForceScalarSelectsTheReference) {
   QuantizeLinearAttributes attributes;
   const QuantizeCall call = plan_quantize(attributes, x4, sv, nullptr);
   EXPECT_EQ(select_quantize_kernel(call, true), &quantize_scalar);
-  if (simd::best_target() != 0) EXPECT_NE(select_quantize_kernel(call, false), &quantize_scalar);
+  if (simd::best_target() != 0) {
+    EXPECT_NE(select_quantize_kernel(call, false), &quantize_scalar);
+  }
   (void)xv;
 }
 
