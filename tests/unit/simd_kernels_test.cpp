@@ -180,13 +180,14 @@ class SimdKernelsTest : public testing::TestWithParam<std::string> {
   /// Expects that this test compared at least `at_least` kernel calls on its target: each test's
   /// count as written (8928 in all, where the test this replaced asked for more than 5000).
   void expect_compared(int64_t at_least) {
-    std::printf("[ compared ] %lld kernel calls on %s against the scalar reference\n", static_cast<long long>(compared_),
-                target_.name.c_str());
+    std::printf("[ compared ] %lld kernel calls on %s against the scalar reference\n",
+                static_cast<long long>(compared_), target_.name.c_str());
     EXPECT_GE(compared_, at_least) << target_.name;
   }
 
   template <class Call>
-  void expect_target_matches_scalar(const Call& call, int64_t n, const std::vector<int64_t>& bounds, const std::string& what);
+  void expect_target_matches_scalar(const Call& call, int64_t n, const std::vector<int64_t>& bounds,
+                                    const std::string& what);
   void check_quantize(T x_type, T scale_type, T y_type, const Shape& shape, int64_t axis, int64_t block, bool saturate,
                       bool with_zp, std::mt19937& rng, bool one_task = false);
   void check_dequantize(T x_type, T scale_type, T y_type, const Shape& shape, int64_t axis, int64_t block, bool with_zp,
@@ -194,8 +195,9 @@ class SimdKernelsTest : public testing::TestWithParam<std::string> {
   void check_quantize_with(T x_type, T scale_type, T y_type, const Shape& shape, const Shape& scale_shape, int64_t axis,
                            int64_t block, bool saturate, const std::vector<float>& scales,
                            const std::vector<float>& x_values, std::mt19937& rng);
-  void check_quantize_e8m0(T x_type, T y_type, const Shape& shape, const Shape& scale_shape, int64_t axis, int64_t block,
-                           bool saturate, const std::vector<uint8_t>& codes, int64_t precision, std::mt19937& rng);
+  void check_quantize_e8m0(T x_type, T y_type, const Shape& shape, const Shape& scale_shape, int64_t axis,
+                           int64_t block, bool saturate, const std::vector<uint8_t>& codes, int64_t precision,
+                           std::mt19937& rng);
   void check_dequantize_e8m0(T x_type, T y_type, const Shape& shape, const Shape& scale_shape, int64_t axis,
                              int64_t block, bool with_zp, const std::vector<uint8_t>& codes, std::mt19937& rng);
 
@@ -269,8 +271,8 @@ void SimdKernelsTest::check_quantize(T x_type, T scale_type, T y_type, const Sha
                               describe(x_type, scale_type, y_type, shape, axis, block, saturate, with_zp) + (one_task ? " one task" : ""));
 }
 
-void SimdKernelsTest::check_dequantize(T x_type, T scale_type, T y_type, const Shape& shape, int64_t axis, int64_t block,
-                                       bool with_zp, std::mt19937& rng, bool one_task) {
+void SimdKernelsTest::check_dequantize(T x_type, T scale_type, T y_type, const Shape& shape, int64_t axis,
+                                       int64_t block, bool with_zp, std::mt19937& rng, bool one_task) {
   const int64_t n = count_of(shape);
   Shape scale_shape;
   if (block > 0) {
@@ -591,9 +593,10 @@ TEST_P(SimdKernelsTest, DequantizeBFloat16OutputsKeepNaNScalePayloads) {
 
 /// Runs the scalar kernel and the target's kernel on a call with the given scales (one per
 /// element of scale_shape) and x values; expects equal bytes.
-void SimdKernelsTest::check_quantize_with(T x_type, T scale_type, T y_type, const Shape& shape, const Shape& scale_shape,
-                                          int64_t axis, int64_t block, bool saturate, const std::vector<float>& scales,
-                                          const std::vector<float>& x_values, std::mt19937& rng) {
+void SimdKernelsTest::check_quantize_with(T x_type, T scale_type, T y_type, const Shape& shape,
+                                          const Shape& scale_shape, int64_t axis, int64_t block, bool saturate,
+                                          const std::vector<float>& scales, const std::vector<float>& x_values,
+                                          std::mt19937& rng) {
   const int64_t n = count_of(shape);
   const Tensor x{x_type, shape, make_float_tensor(x_type, x_values)};
   const Tensor s{scale_type, scale_shape, make_float_tensor(scale_type, scales)};
@@ -653,9 +656,9 @@ TEST_P(SimdKernelsTest, QuantizePowerOfTwoScalesMatchDivision) {
 
 /// Runs the scalar kernel and the target's kernel on one call with FLOAT8E8M0 scale codes; expects
 /// equal bytes. `precision` 0 divides in float32 (the policy for e8m0 scales).
-void SimdKernelsTest::check_quantize_e8m0(T x_type, T y_type, const Shape& shape, const Shape& scale_shape, int64_t axis,
-                                          int64_t block, bool saturate, const std::vector<uint8_t>& codes,
-                                          int64_t precision, std::mt19937& rng) {
+void SimdKernelsTest::check_quantize_e8m0(T x_type, T y_type, const Shape& shape, const Shape& scale_shape,
+                                          int64_t axis, int64_t block, bool saturate,
+                                          const std::vector<uint8_t>& codes, int64_t precision, std::mt19937& rng) {
   const int64_t n = count_of(shape);
   std::vector<float> xs = interesting_values(n, decode_e8m0(codes[rng() % codes.size()]), rng);
   // Quotients that overflow, are subnormal or underflow for the extreme scales.
@@ -677,8 +680,8 @@ void SimdKernelsTest::check_quantize_e8m0(T x_type, T y_type, const Shape& shape
 }
 
 void SimdKernelsTest::check_dequantize_e8m0(T x_type, T y_type, const Shape& shape, const Shape& scale_shape,
-                                            int64_t axis, int64_t block, bool with_zp, const std::vector<uint8_t>& codes,
-                                            std::mt19937& rng) {
+                                            int64_t axis, int64_t block, bool with_zp,
+                                            const std::vector<uint8_t>& codes, std::mt19937& rng) {
   const int64_t n = count_of(shape);
   const int64_t scale_count = count_of(scale_shape);
   const Tensor x{x_type, shape, random_bytes(x_type, n, rng)};

@@ -61,7 +61,8 @@ std::vector<uint8_t> half_bytes(T type, size_t n, uint32_t seed) {
   std::vector<uint8_t> b(n * 2);
   for (size_t i = 0; i < n; ++i) {
     uint16_t h = static_cast<uint16_t>(rng());
-    h = type == T::kFloat16 ? static_cast<uint16_t>((h & 0x83FF) | 0x3C00) : static_cast<uint16_t>((h & 0x807F) | 0x4000);
+    h = type == T::kFloat16 ? static_cast<uint16_t>((h & 0x83FF) | 0x3C00)
+                            : static_cast<uint16_t>((h & 0x807F) | 0x4000);
     b[2 * i] = static_cast<uint8_t>(h & 0xFF);
     b[2 * i + 1] = static_cast<uint8_t>(h >> 8);
   }
