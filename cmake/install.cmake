@@ -219,10 +219,6 @@ install(FILES "${PROJECT_BINARY_DIR}/qdq.pc"
 set(QDQ_INSTALL_DOCDIR "${CMAKE_INSTALL_DATAROOTDIR}/doc/qdq"
     CACHE STRING "Where LICENSE and CHANGELOG.md are installed, relative to the prefix")
 mark_as_advanced(QDQ_INSTALL_DOCDIR)
-foreach(_doc LICENSE CHANGELOG.md)
-  if(EXISTS "${PROJECT_SOURCE_DIR}/${_doc}")
-    install(FILES "${PROJECT_SOURCE_DIR}/${_doc}"
-            DESTINATION "${QDQ_INSTALL_DOCDIR}"
-            COMPONENT qdq_development)
-  endif()
-endforeach()
+install(FILES "${PROJECT_SOURCE_DIR}/LICENSE" "${PROJECT_SOURCE_DIR}/CHANGELOG.md"
+        DESTINATION "${QDQ_INSTALL_DOCDIR}"
+        COMPONENT qdq_development)

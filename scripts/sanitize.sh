@@ -11,7 +11,7 @@
 #          python3, whose own allocations then flood LeakSanitizer; the C++ it wraps is what the
 #          tests here cover).
 #   2. TSan (GCC, build/tsan): the unit tests with QDQ_NUM_THREADS=2 and the threaded stress test
-#      (ctest label `threads`).
+#      (ctest labels `unit` and `threads`; every GoogleTest case is its own ctest test).
 #   3. libFuzzer (the same build/asan, whose library and harness carry the fuzzers' coverage
 #      instrumentation: one clang build serves both, which saves a build of the SIMD kernels):
 #      fuzz_operators and fuzz_onnx, each for QDQ_FUZZ_SECONDS (default 60) from the committed seed
@@ -72,7 +72,7 @@ if [[ $steps == *tsan* ]]; then
   cmake -S . -B build/tsan "${common[@]}" -DQDQ_SANITIZE=thread -DQDQ_BUILD_TOOLS=OFF > /dev/null
   cmake --build build/tsan -j "$jobs" --target qdq_unit_tests qdq_robustness_tests
   step "TSan: unit tests (QDQ_NUM_THREADS=2) and threaded stress"
-  (cd build/tsan && QDQ_NUM_THREADS=2 ctest --output-on-failure -j "$jobs" -R '^(unit|robustness_threads)$' --timeout 900)
+  (cd build/tsan && QDQ_NUM_THREADS=2 ctest --output-on-failure -j "$jobs" -L '^(unit|threads)$' --timeout 900)
 fi
 
 if [[ $steps == *fuzz* ]]; then
@@ -85,6 +85,10 @@ if [[ $steps == *fuzz* ]]; then
   pids=()
   for f in "${fuzzers[@]}"; do
     corpus_name=${f#fuzz_}
+    if [[ -z $(ls -A "fuzz/corpus/$corpus_name" 2> /dev/null) ]]; then
+      echo "sanitize: the seed corpus fuzz/corpus/$corpus_name is missing or empty" >&2
+      exit 1
+    fi
     work=build/asan/corpus-$corpus_name
     rm -rf "$work" && mkdir -p "$work"
     # -max_len: the operator harness reads ~40-120 bytes; ONNX seeds are up to a few hundred.

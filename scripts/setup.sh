@@ -13,6 +13,7 @@ packages=(
   python3 python3-dev pybind11-dev python3-pybind11 python3-numpy python3-pytest  # Python module
   doxygen                                      # API reference check
   clang libclang-rt-14-dev                     # fuzzers, sanitizers
+  clang-format                                 # scripts/format.sh
 )
 # PyTorch is only used to compare against torch.quantize_per_tensor; the tests skip without it.
 optional=(python3-torch)

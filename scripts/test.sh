@@ -15,6 +15,18 @@ cmake --build build/release -j "$jobs"
 step "ctest (release)"
 (cd build/release && ctest --output-on-failure -j "$jobs" -LE large)
 
+step "unit tests shuffled, twice (no test may depend on another's order)"
+# gtest --gtest_brief does not print its seed, so it is chosen here (QDQ_SHUFFLE_SEED repeats a run).
+seed=${QDQ_SHUFFLE_SEED:-$((RANDOM % 99999 + 1))}
+echo "shuffle seed $seed, then $((seed + 1)) (rerun: qdq_unit_tests --gtest_shuffle --gtest_random_seed=$seed)"
+./build/release/tests/qdq_unit_tests --gtest_shuffle --gtest_repeat=2 --gtest_random_seed="$seed" --gtest_brief=1
+
+step "QDQ_SIMD=OFF build (build/nosimd): the unit tests on the scalar kernels alone"
+cmake -S . -B build/nosimd -G Ninja -DCMAKE_BUILD_TYPE=Release -DQDQ_SIMD=OFF -DQDQ_BUILD_TOOLS=OFF \
+      -DQDQ_BUILD_BENCH=OFF -DQDQ_BUILD_PYTHON=OFF -DQDQ_INSTALL=OFF >/dev/null
+cmake --build build/nosimd -j "$jobs" --target qdq_unit_tests
+./build/nosimd/tests/qdq_unit_tests --gtest_brief=1
+
 step "ONNX conformance suite through the CLI"
 ./build/release/tools/qdq/qdq test tests/data/onnx-node
 
@@ -43,5 +55,8 @@ fi
 
 step "large-tensor tests"
 (cd build/release && ctest --output-on-failure -L large)
+
+step "C/C++ formatting (scripts/format.sh --check lists the files clang-format would change)"
+bash scripts/format.sh --check
 
 step "done"

@@ -41,7 +41,7 @@ template <class R, class... Args>
 class FunctionRef<R(Args...)> {
  public:
   template <class F, class = std::enable_if_t<!std::is_same_v<std::decay_t<F>, FunctionRef>>>
-  FunctionRef(F&& f) noexcept  // NOLINT(google-explicit-constructor)
+  FunctionRef(F&& f) noexcept  // implicit: callers pass lambdas where a FunctionRef is expected
       : object_(const_cast<void*>(static_cast<const void*>(&f))), call_([](void* o, Args... args) -> R {
           return (*static_cast<std::remove_reference_t<F>*>(o))(std::forward<Args>(args)...);
         }) {}

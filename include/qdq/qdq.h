@@ -16,7 +16,8 @@
  *    end, so a library newer than the caller's header treats the missing fields as unset, and an
  *    older library rejects a newer field that is set (nonzero). Set the structs up with the
  *    qdq_*_init() functions, which also set `struct_size`.
- *  - Every function is thread-safe; calls on different threads run independently.
+ *  - Every function is thread-safe; calls on different threads run independently. An operator call
+ *    needs up to about 52 KiB of stack on each thread that runs its tasks (see qdq.hpp).
  */
 #ifndef QDQ_QDQ_H_
 #define QDQ_QDQ_H_

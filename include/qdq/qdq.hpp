@@ -9,8 +9,16 @@
 /// Every call validates first, against the rules of the operator version the opset selects, and only
 /// then writes the output: on any qdq::Error the output buffer is untouched.
 ///
+/// Threads and stack: every function here may be called from any number of threads at once. Calls share
+/// qdq's one thread pool; a call that finds it busy runs its tasks on its own thread. A call needs up to
+/// about 52 KiB of stack on each thread that runs its tasks (the calling thread, qdq's pool workers or
+/// the threads of an ExecutionOptions::parallel_for) — chunk scratch and vector registers spilled in the
+/// SIMD kernels; about 17 KiB in the scalar path. Measured over every type family by
+/// tests/unit/stack_use_test.cpp (x86-64, GCC 12, Release, AVX3), which checks it stays within 64 KiB:
+/// give a thread that calls qdq 64 KiB of stack beyond its own needs.
+///
 /// Where the ONNX text and its reference implementation disagree, qdq follows the decisions listed in
-/// README.md ("Policy") — e.g. QuantizeLinear divides in the type of y_scale (or `precision`), a NaN
+/// docs/policy.md — e.g. QuantizeLinear divides in the type of y_scale (or `precision`), a NaN
 /// quotient gives the integer type's minimum, ±inf saturates, NaN → FLOAT4E2M1 gives +6, ±inf →
 /// FLOAT8E4M3FNUZ/E5M2FNUZ with saturate=1 gives NaN.
 #pragma once
@@ -106,8 +114,9 @@ QDQ_API TensorSpec quantize_linear_output(const QuantizeLinearAttributes& attrib
 /// Computes QuantizeLinear: y = saturate(round_half_even(x / y_scale) + y_zero_point), per-tensor,
 /// per-axis or blocked as the scale's shape says. `y` must match quantize_linear_output exactly
 /// (type, shape, byte size). Validates everything before writing; on error throws qdq::Error and
-/// leaves `y` untouched. Allocates nothing proportional to the tensor (a few KiB of scratch per
-/// thread); threads as `options` say, with results independent of the thread count.
+/// leaves `y` untouched. Allocates nothing proportional to the tensor (fixed scratch on the stack: up to
+/// about 52 KiB per thread, see the top of this file); threads as `options` say, with results independent
+/// of the thread count.
 QDQ_API void quantize_linear(const QuantizeLinearAttributes& attributes, const TensorView& x,
                              const TensorView& y_scale, const TensorView* y_zero_point,
                              const MutableTensorView& y, const ExecutionOptions& options = {});
@@ -127,7 +136,7 @@ QDQ_API void dequantize_linear(const DequantizeLinearAttributes& attributes, con
 
 /// The scale and zero point DynamicQuantizeLinear derives from x.
 struct DynamicQuantizationParameters {
-  float y_scale = 0.0f;      ///< (max(0, max x) − min(0, min x)) / 255; README "Policy" for edge cases.
+  float y_scale = 0.0f;      ///< (max(0, max x) − min(0, min x)) / 255; docs/policy.md for edge cases.
   uint8_t y_zero_point = 0;  ///< saturate(round_half_even(−min(0, min x) / y_scale)).
 };
 

@@ -494,10 +494,17 @@ struct Output {
                            qdq::data_type_name(type) + ", got " + py::cast<std::string>(a.dtype().attr("name")));
     }
     if (shape_of(a) != shape) {
-      std::string want_shape, got_shape;
-      for (int64_t d : shape) want_shape += (want_shape.empty() ? "" : ", ") + std::to_string(d);
-      for (int64_t d : shape_of(a)) got_shape += (got_shape.empty() ? "" : ", ") + std::to_string(d);
-      throw py::value_error("out: the result has shape [" + want_shape + "], out has [" + got_shape + "]");
+      // Appended piece by piece: `separator + std::to_string(d)` made GCC 12 report a false
+      // -Wstringop-overflow in that operator+.
+      const auto join = [](const std::vector<int64_t>& dims) {
+        std::string text;
+        for (int64_t d : dims) {
+          if (!text.empty()) text += ", ";
+          text += std::to_string(d);
+        }
+        return text;
+      };
+      throw py::value_error("out: the result has shape [" + join(shape) + "], out has [" + join(shape_of(a)) + "]");
     }
     if (!(a.flags() & py::array::c_style) || !a.writeable()) {
       throw py::type_error("out: the array must be C-contiguous and writeable");

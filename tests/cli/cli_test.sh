@@ -195,9 +195,9 @@ case_value_mismatch_message() {
 case_sigpipe() {
   # The reader is gone before qdq writes: qdq must not die of SIGPIPE (exit 141) but report the
   # write error and exit 1.
-  ( sleep 0.3; "$QDQ" test "$DATA" 2>stderr.txt; echo $? >rc.txt ) | true
-  wait
-  sleep 0.1
+  # The reader closes its end of the pipe, then tells the writer (through a FIFO) to start: no timing.
+  mkfifo go.fifo
+  { read -r _ <go.fifo; "$QDQ" test "$DATA" 2>stderr.txt; echo $? >rc.txt; } | { exec 0<&-; echo go >go.fifo; }
   local code
   code=$(cat rc.txt)
   [ "$code" -eq 1 ] || fail "exit code $code after a closed pipe, expected 1"

@@ -55,8 +55,15 @@ class LargeQuantize : public ::testing::Test {
     std::ofstream data(dir_ + "/big.onnx.data", std::ios::binary);
     std::vector<float> row(static_cast<size_t>(kDim));
     uint64_t state = 0x9E3779B97F4A7C15ull;
+    // "x3", "w3", "mm3": appended, not "x" + std::to_string(k), in which GCC 12 reports a false
+    // -Wrestrict.
+    const auto numbered = [](const char* stem, int k) {
+      std::string s = stem;
+      s += std::to_string(k);
+      return s;
+    };
     for (int w = 0; w < kWeights; ++w) {
-      const std::string name = "w" + std::to_string(w);
+      const std::string name = numbered("w", w);
       auto* t = graph->add_initializer();
       t->set_name(name);
       t->set_data_type(1);
@@ -82,12 +89,12 @@ class LargeQuantize : public ::testing::Test {
       }
       auto* node = graph->add_node();
       node->set_op_type("MatMul");
-      node->set_name("mm" + std::to_string(w));
-      node->add_input("x" + std::to_string(w));
+      node->set_name(numbered("mm", w));
+      node->add_input(numbered("x", w));
       node->add_input(name);
-      node->add_output("x" + std::to_string(w + 1));
+      node->add_output(numbered("x", w + 1));
     }
-    graph->add_output()->set_name("x" + std::to_string(kWeights));
+    graph->add_output()->set_name(numbered("x", kWeights));
     data.close();
     ASSERT_TRUE(data.good());
     std::ofstream out(dir_ + "/big.onnx", std::ios::binary);
