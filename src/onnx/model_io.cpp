@@ -422,6 +422,12 @@ void ModelWriter::write_external(::onnx::TensorProto& tensor, std::span<const ui
   const uint64_t offset = data_bytes_;
   write_all(data_fd_, bytes.data(), bytes.size(), data_path_);
   data_bytes_ += bytes.size();
+#if defined(__linux__)
+  // Starts the write-back of what was just written, so that it overlaps the next tensors' work and
+  // finish()'s fsync waits for little more than the last tensor. Only a hint: a failure here shows
+  // again, and is reported, at that fsync.
+  ::sync_file_range(data_fd_, static_cast<off_t>(offset), static_cast<off_t>(bytes.size()), SYNC_FILE_RANGE_WRITE);
+#endif
   tensor.clear_raw_data();
   tensor.clear_float_data();
   tensor.clear_int32_data();

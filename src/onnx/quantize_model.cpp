@@ -342,7 +342,30 @@ QDQ_SCAN_CLONES void accumulate_error(const float* w, const float* back, uint64_
     Lanes s = {}, e2 = {};
     LaneBits m = {}, big = {}, bad = {};
     uint64_t k = 0;
+    // First as if every w were finite and every error a number (half the work). Where that is not so,
+    // a sum is not finite either, and the block is summed again with the non-finite w masked out; a
+    // block that passes gets exactly what the masked loop would have computed.
     for (; k + kLanes <= count; k += kLanes) {
+      Lanes xl, yl;
+      QDQ_LANES_LOAD(xl, x + k);
+      QDQ_LANES_LOAD(yl, y + k);
+      const Lanes e = xl - yl;
+      s += xl * xl;
+      e2 += e * e;
+      const LaneBits ae = reinterpret_cast<LaneBits>(e) & magnitude;
+      const LaneBits ax = reinterpret_cast<LaneBits>(xl) & magnitude;
+      m = QDQ_BITS_MAX(ae, m);
+      big = QDQ_BITS_MAX(ax, big);
+    }
+    const LaneBits sums_finite = QDQ_LANES_FINITE(s) & QDQ_LANES_FINITE(e2);
+    bool clean = true;
+    for (int lane = 0; lane < kLanes; ++lane) clean = clean && sums_finite[lane] != 0;
+    if (!clean) {
+      s = e2 = Lanes{};
+      m = big = LaneBits{};
+      k = 0;
+    }
+    for (; !clean && k + kLanes <= count; k += kLanes) {
       Lanes xl, yl;
       QDQ_LANES_LOAD(xl, x + k);
       QDQ_LANES_LOAD(yl, y + k);
