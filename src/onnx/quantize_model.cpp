@@ -7,8 +7,8 @@
 #include <atomic>
 #include <charconv>
 #include <chrono>
-#include <condition_variable>
 #include <cmath>
+#include <condition_variable>
 #include <cstring>
 #include <exception>
 #include <limits>
@@ -16,6 +16,7 @@
 #include <memory>
 #include <mutex>
 #include <set>
+#include <span>
 #include <thread>
 #include <unordered_map>
 #include <unordered_set>
@@ -651,10 +652,16 @@ int64_t required_opset(WeightFormat format, const WeightGranularity& granularity
 
 namespace {
 
+// Receives a weight's codes in order, a wave of pieces at a time (the bytes are valid during the call).
+using CodesSink = std::function<void(std::span<const uint8_t> codes)>;
+
 // quantize_weight's work; its pieces run on execution.parallel_for when it is set, else serially.
+// With a `sink` the codes go to it as they are made, through one wave-sized buffer that stays in the
+// cache, and the result's codes tensor has no data: no tensor-sized buffer is allocated, zero-filled
+// and read back.
 QuantizedWeight quantize_pieces(const TensorView& weight, WeightFormat format, const WeightGranularity& granularity,
                                 bool symmetric, int64_t opset, const ExecutionOptions& execution,
-                                const std::function<void(size_t end)>& release) {
+                                const std::function<void(size_t end)>& release, const CodesSink& sink) {
   const FormatInfo& f = info(format);
   if (!is_weight_type(static_cast<int32_t>(weight.type))) {
     throw Error("cannot quantize a " + data_type_name(weight.type) + " weight (FLOAT, FLOAT16 or BFLOAT16 only)");
@@ -882,7 +889,20 @@ QuantizedWeight quantize_pieces(const TensorView& weight, WeightFormat format, c
   if (g.kind == WeightGranularity::Kind::kBlocked) qa.block_size = da.block_size = static_cast<int64_t>(g.block);
   if (!with_zero_point) qa.output_dtype = static_cast<int64_t>(f.element);
   if (f.mx) da.output_dtype = static_cast<int64_t>(weight.type);
-  result.codes = make_tensor(f.element, g.dims);
+  // Waves of about 16 MiB of float32, then its pages are released.
+  const uint64_t wave = std::max<uint64_t>(1, (uint64_t{1} << 22) / std::max<uint64_t>(1, step2 * row));
+  std::vector<uint8_t> wave_codes;
+  if (sink) {
+    result.codes.type = f.element;
+    result.codes.shape = g.dims;
+    wave_codes.resize(static_cast<size_t>(storage_bytes(f.element, std::min(g.elements, wave * step2 * row))));
+  } else {
+    result.codes = make_tensor(f.element, g.dims);
+  }
+  // Every piece starts on a byte (chunk_rows), so a wave's codes are whole bytes from its first.
+  const auto wave_first_byte = [&](uint64_t piece) {
+    return piece / wave * wave * step2 * row * static_cast<uint64_t>(f.bits) / 8;
+  };
   // Each piece is quantized, dequantized and compared on one thread (the kernels are called
   // single-threaded: at this size the pool's hand-over costs more than it gains); pieces run in
   // parallel a wave at a time, and their sums are added in piece order, so nothing depends on threads.
@@ -920,7 +940,11 @@ QuantizedWeight quantize_pieces(const TensorView& weight, WeightFormat format, c
     TensorView xv{weight.type, chunk_shape, x + e0 * weight_size, static_cast<size_t>(count * weight_size)};
     const uint64_t code_offset = e0 * static_cast<uint64_t>(f.bits) / 8;
     const size_t code_bytes = static_cast<size_t>(storage_bytes(f.element, count));
-    MutableTensorView yv{f.element, chunk_shape, result.codes.data.data() + code_offset, code_bytes};
+    uint8_t* const codes = sink ? wave_codes.data() + (code_offset - wave_first_byte(piece))
+                                : result.codes.data.data() + code_offset;
+    // A reused wave buffer holds older codes: the padding nibble of an odd count must start at zero.
+    if (sink && packed && count % 2 == 1) codes[code_bytes - 1] = 0;
+    MutableTensorView yv{f.element, chunk_shape, codes, code_bytes};
     const TensorView sv = all_params ? result.scale.view() : scale_part->view();
     const TensorView zv = !with_zero_point ? TensorView{} : all_params ? zero_point.view() : zp_part->view();
     const TensorView* zpv = with_zero_point ? &zv : nullptr;
@@ -937,10 +961,13 @@ QuantizedWeight quantize_pieces(const TensorView& weight, WeightFormat format, c
     PieceError& pe = errors[static_cast<size_t>(piece)];
     accumulate_error(original, restored, count, pe.signal, pe.noise, pe.max_error, pe.non_finite);
   };
-  // Waves of about 16 MiB of float32, then its pages are released.
-  const uint64_t wave = std::max<uint64_t>(1, (uint64_t{1} << 22) / std::max<uint64_t>(1, step2 * row));
   run_waves(pieces, wave, run_piece, [&](uint64_t w1) {
     if (release) release(static_cast<size_t>(std::min(rows, w1 * step2) * row * weight_size));
+    if (sink) {
+      const uint64_t first = wave_first_byte(w1 - 1);
+      const uint64_t end = storage_bytes(f.element, std::min(rows, w1 * step2) * row);
+      sink(std::span<const uint8_t>(wave_codes.data(), static_cast<size_t>(end - first)));
+    }
   });
   double signal = 0, noise = 0, max_error = 0;
   uint64_t non_finite = 0;
@@ -965,10 +992,10 @@ QuantizedWeight quantize_weight(const TensorView& weight, WeightFormat format, c
                                 bool symmetric, int64_t opset, const ExecutionOptions& execution,
                                 const std::function<void(size_t end)>& release) {
   if (execution.parallel_for || pool_threads(execution) <= 1) {
-    return quantize_pieces(weight, format, granularity, symmetric, opset, execution, release);
+    return quantize_pieces(weight, format, granularity, symmetric, opset, execution, release, {});
   }
   WorkerPool pool(pool_threads(execution));
-  return quantize_pieces(weight, format, granularity, symmetric, opset, on_pool(execution, pool), release);
+  return quantize_pieces(weight, format, granularity, symmetric, opset, on_pool(execution, pool), release, {});
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -1573,13 +1600,22 @@ ModelReport quantize_model_file(const std::string& input, const std::string& out
     const auto weight_type = static_cast<DataType>(c.tensor->data_type());
     const std::vector<int64_t> dims(c.tensor->dims().begin(), c.tensor->dims().end());
     QuantizedWeight q;
+    // Codes bound for the data file are written there as they are made (one large write per wave of
+    // pieces, from a buffer still in the cache), not gathered into a tensor first.
+    const bool stream_codes = writer.external_data() &&
+                              storage_bytes(f.element, element_count(dims)) >= ModelWriter::kExternalThreshold;
+    CodesSink sink;
+    if (stream_codes) {
+      writer.begin_external();
+      sink = [&writer](std::span<const uint8_t> codes) { writer.append_external(codes); };
+    }
     {
       TensorBytes bytes = source.tensor_bytes(*c.tensor, what);
       const TensorView view{weight_type, dims, bytes.size() ? bytes.data() : reinterpret_cast<const uint8_t*>(""),
                             bytes.size()};
       try {
-        q = quantize_weight(view, options.format, sel.granularity, symmetric, report.opset_to, execution,
-                            [&bytes](size_t end) { bytes.release_until(end); });
+        q = quantize_pieces(view, options.format, sel.granularity, symmetric, report.opset_to, execution,
+                            [&bytes](size_t end) { bytes.release_until(end); }, sink);
       } catch (const Error& e) {
         fail(what, e.what());
       }
@@ -1601,7 +1637,9 @@ ModelReport quantize_model_file(const std::string& input, const std::string& out
     t->clear_raw_data();
     t->clear_external_data();
     t->clear_data_location();
-    if (writer.external_data() && q.codes.data.size() >= ModelWriter::kExternalThreshold) {
+    if (stream_codes) {
+      writer.end_external(*t);
+    } else if (writer.external_data() && q.codes.data.size() >= ModelWriter::kExternalThreshold) {
       writer.write_external(*t, q.codes.data);
     } else {
       t->set_raw_data(q.codes.data.data(), q.codes.data.size());
