@@ -11,6 +11,9 @@ process, with
     documents for weight-only quantization: 4 bits in QDQ mode (DequantizeLinear int4, block 32, symmetric),
     the same output form as qdq int4; and 8 bits, which it only writes as its MatMulNBits contrib operator
     (QOperator mode, block 32; its QDQ mode refuses 8 bits for MatMul), the closest it has to qdq int8.
+Before each run, os.sync() flushes what is still to be written back (the generated model, the previous
+output), so no run is timed while the kernel writes another's files. qdq fsyncs its output before it
+exits (its outputs are atomic and durable); ORT's save does not, so its write-back is not in its time.
 Each figure is the child's wall time (process start to exit, model load and save included) and its peak
 RSS, from resource.getrusage(RUSAGE_CHILDREN) in a small wrapper process whose only child is the run.
 It also records the child's CPU time (user + system, all threads): on a shared machine the wall time
@@ -142,6 +145,10 @@ def main():
         for name, command in runs.items():
             if args.only and not name.startswith(args.only):
                 continue
+            # Every run starts from the same state: the model in the page cache and nothing left to write
+            # back (the generated model, or an earlier run's output, would otherwise be flushed by the
+            # kernel while the next run is timed).
+            os.sync()
             figures[name] = measure(command)
             output, op_type = expected[name]
             quantized = dequantize_count(folder / output, op_type)

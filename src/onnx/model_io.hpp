@@ -137,6 +137,13 @@ class ModelWriter {
   /// EXTERNAL, location/offset/length, inline fields cleared. Only in external mode.
   void write_external(::onnx::TensorProto& tensor, std::span<const uint8_t> bytes);
 
+  /// write_external in pieces, for bytes produced piece by piece: begin_external starts a tensor in
+  /// the data file (4 KiB aligned), append_external adds its next bytes (no copy kept), end_external
+  /// points `tensor` at all of them. Only in external mode; one tensor at a time.
+  void begin_external();
+  void append_external(std::span<const uint8_t> bytes);
+  void end_external(::onnx::TensorProto& tensor);
+
   /// Completes the staged files: in external mode every initializer of at least kExternalThreshold
   /// bytes (and every tensor that was external in `source`) goes to the data file, except those
   /// already written by write_external; in inline mode, external tensors of `source` are read into
@@ -166,6 +173,7 @@ class ModelWriter {
   bool committed_ = false;
   int data_fd_ = -1;
   uint64_t data_bytes_ = 0;
+  uint64_t tensor_offset_ = 0;  // where the tensor being appended starts
   uint64_t model_bytes_ = 0;
   std::vector<const ::onnx::TensorProto*> written_;  // tensors placed by write_external
   std::vector<int> cleanup_slots_;

@@ -8,6 +8,7 @@
 #include <charconv>
 #include <chrono>
 #include <cmath>
+#include <condition_variable>
 #include <cstring>
 #include <exception>
 #include <limits>
@@ -15,9 +16,11 @@
 #include <memory>
 #include <mutex>
 #include <set>
+#include <span>
 #include <thread>
 #include <unordered_map>
 #include <unordered_set>
+#include <utility>
 
 #include "model_io.hpp"
 #include "onnx_subset.pb.h"
@@ -169,6 +172,9 @@ Tensor slice(const Tensor& tensor, uint64_t first, uint64_t count, std::vector<i
   if (bits >= 8) {
     const size_t size = static_cast<size_t>(bits / 8);
     std::memcpy(out.data.data(), tensor.data.data() + first * size, count * size);
+  } else if (first % 2 == 0) {  // starts on a byte: whole bytes, then the padding nibble cleared
+    std::memcpy(out.data.data(), tensor.data.data() + first / 2, static_cast<size_t>((count + 1) / 2));
+    if (count % 2 == 1) out.data[count / 2] &= 0x0F;
   } else {
     for (uint64_t k = 0; k < count; ++k) {
       const uint64_t from = first + k;
@@ -281,6 +287,42 @@ QDQ_SCAN_CLONES void widen_elementwise(const float* v, uint64_t n, float* lo, fl
   }
 }
 
+// The symmetric rules need max|w| only, not min and max: one comparison per element instead of two,
+// and one array instead of two. The magnitudes are compared as integers, which order exactly like the
+// non-negative floats they are; a non-finite element counts as 0 (it never widens a range).
+#define QDQ_LANES_FINITE_MAGNITUDE(x) \
+  ((reinterpret_cast<LaneBits>(x) & 0x7FFFFFFF) & ((reinterpret_cast<LaneBits>(x) & 0x7FFFFFFF) < 0x7F800000))
+// Lane-wise max of integer lanes (GCC and Clang compile the vector ?: to one vpmaxsd).
+#define QDQ_BITS_MAX(a, b) ((a) > (b) ? (a) : (b))
+
+QDQ_SCAN_CLONES void reduce_abs(const float* v, uint64_t n, float& amax) {
+  LaneBits m = {};
+  uint64_t k = 0;
+  for (; k + kLanes <= n; k += kLanes) {
+    Lanes x;
+    QDQ_LANES_LOAD(x, v + k);
+    const LaneBits a = QDQ_LANES_FINITE_MAGNITUDE(x);
+    m = QDQ_BITS_MAX(a, m);
+  }
+  float result = amax;
+  for (int lane = 0; lane < kLanes; ++lane) result = std::max(result, reinterpret_cast<Lanes>(m)[lane]);
+  for (; k < n; ++k) result = std::max(result, finite_or(std::fabs(v[k]), 0.0f));
+  amax = result;
+}
+
+QDQ_SCAN_CLONES void widen_abs_elementwise(const float* v, uint64_t n, float* amax) {
+  uint64_t k = 0;
+  for (; k + kLanes <= n; k += kLanes) {
+    Lanes x, m;
+    QDQ_LANES_LOAD(x, v + k);
+    QDQ_LANES_LOAD(m, amax + k);
+    const LaneBits a = QDQ_LANES_FINITE_MAGNITUDE(x), old = reinterpret_cast<LaneBits>(m);
+    const LaneBits wider = QDQ_BITS_MAX(a, old);
+    QDQ_LANES_STORE(amax + k, wider);
+  }
+  for (; k < n; ++k) amax[k] = std::max(amax[k], finite_or(std::fabs(v[k]), 0.0f));
+}
+
 // Σw², Σ(w−ŵ)² and max|w−ŵ| over the finite w; counts the others. Blocks of 1024 are summed in float
 // lanes (vectorised) and added in double; a block holding magnitudes whose squares could overflow
 // float is summed in double instead.
@@ -295,10 +337,36 @@ QDQ_SCAN_CLONES void accumulate_error(const float* w, const float* back, uint64_
     const uint64_t count = std::min(kBlock, n - b0);
     const float* x = w + b0;
     const float* y = back + b0;
-    Lanes s = {}, e2 = {}, m = {}, big = {};
-    LaneBits bad = {};
+    // The maxima are kept as magnitude bits and compared as integers (exactly the float order for
+    // these non-negative values, a NaN error excluded as the float comparison excluded it): a 1-cycle
+    // integer max instead of a compare and blend on the loop's critical path.
+    Lanes s = {}, e2 = {};
+    LaneBits m = {}, big = {}, bad = {};
     uint64_t k = 0;
+    // First as if every w were finite and every error a number (half the work). Where that is not so,
+    // a sum is not finite either, and the block is summed again with the non-finite w masked out; a
+    // block that passes gets exactly what the masked loop would have computed.
     for (; k + kLanes <= count; k += kLanes) {
+      Lanes xl, yl;
+      QDQ_LANES_LOAD(xl, x + k);
+      QDQ_LANES_LOAD(yl, y + k);
+      const Lanes e = xl - yl;
+      s += xl * xl;
+      e2 += e * e;
+      const LaneBits ae = reinterpret_cast<LaneBits>(e) & magnitude;
+      const LaneBits ax = reinterpret_cast<LaneBits>(xl) & magnitude;
+      m = QDQ_BITS_MAX(ae, m);
+      big = QDQ_BITS_MAX(ax, big);
+    }
+    const LaneBits sums_finite = QDQ_LANES_FINITE(s) & QDQ_LANES_FINITE(e2);
+    bool clean = true;
+    for (int lane = 0; lane < kLanes; ++lane) clean = clean && sums_finite[lane] != 0;
+    if (!clean) {
+      s = e2 = Lanes{};
+      m = big = LaneBits{};
+      k = 0;
+    }
+    for (; !clean && k + kLanes <= count; k += kLanes) {
       Lanes xl, yl;
       QDQ_LANES_LOAD(xl, x + k);
       QDQ_LANES_LOAD(yl, y + k);
@@ -307,14 +375,15 @@ QDQ_SCAN_CLONES void accumulate_error(const float* w, const float* back, uint64_
       const Lanes e = xv - yv;
       s += xv * xv;
       e2 += e * e;
-      const Lanes ae = reinterpret_cast<Lanes>(reinterpret_cast<LaneBits>(e) & magnitude);
-      const Lanes axv = reinterpret_cast<Lanes>(reinterpret_cast<LaneBits>(xv) & magnitude);
-      m = QDQ_LANES_SELECT(ae > m, ae, m);
-      big = QDQ_LANES_SELECT(axv > big, axv, big);
+      const LaneBits ae = reinterpret_cast<LaneBits>(e) & magnitude;
+      const LaneBits ae_number = ae & (ae <= 0x7F800000);
+      const LaneBits axv = reinterpret_cast<LaneBits>(xv) & magnitude;
+      m = QDQ_BITS_MAX(ae_number, m);
+      big = QDQ_BITS_MAX(axv, big);
       bad += ~finite & 1;
     }
     float biggest = 0;
-    for (int lane = 0; lane < kLanes; ++lane) biggest = std::max(biggest, big[lane]);
+    for (int lane = 0; lane < kLanes; ++lane) biggest = std::max(biggest, reinterpret_cast<Lanes>(big)[lane]);
     for (uint64_t i = k; i < count; ++i) biggest = std::max(biggest, finite_or(std::fabs(x[i]), 0.0f));
     // Elements [from, count) one by one, in double.
     const auto add_in_double = [&](uint64_t from) {
@@ -337,7 +406,7 @@ QDQ_SCAN_CLONES void accumulate_error(const float* w, const float* back, uint64_
     for (int lane = 0; lane < kLanes; ++lane) {
       signal += s[lane];
       noise += e2[lane];
-      max_error = std::max(max_error, static_cast<double>(m[lane]));
+      max_error = std::max(max_error, static_cast<double>(reinterpret_cast<Lanes>(m)[lane]));
       non_finite += static_cast<uint64_t>(bad[lane]);
     }
   }
@@ -452,6 +521,102 @@ void check_format_granularity(const FormatInfo& f, const WeightGranularity& gran
   }
 }
 
+// Helper threads started once and reused for every wave of every tensor (a model has thousands of
+// waves; starting threads for each cost more than some waves' work). The calling thread works too,
+// so `threads` threads run in all, never more.
+class WorkerPool {
+ public:
+  explicit WorkerPool(int threads) {
+    for (int t = 1; t < threads; ++t) helpers_.emplace_back([this] { help(); });
+  }
+  ~WorkerPool() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stop_ = true;
+    }
+    wake_.notify_all();
+    for (std::thread& t : helpers_) t.join();
+  }
+  WorkerPool(const WorkerPool&) = delete;
+  WorkerPool& operator=(const WorkerPool&) = delete;
+
+  // body(task) for every task in [0, tasks), on the helpers and the calling thread; returns when all
+  // have finished and rethrows the first exception one of them threw. Not reentrant.
+  void run(size_t tasks, const std::function<void(size_t)>& body) {
+    if (helpers_.empty() || tasks <= 1) {
+      for (size_t k = 0; k < tasks; ++k) body(k);
+      return;
+    }
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      body_ = &body;
+      tasks_ = tasks;
+      next_.store(0);
+      failure_ = nullptr;
+      busy_ = static_cast<int>(helpers_.size());
+      ++generation_;
+    }
+    wake_.notify_all();
+    drain();
+    std::unique_lock<std::mutex> lock(mutex_);
+    done_.wait(lock, [this] { return busy_ == 0; });
+    body_ = nullptr;
+    if (failure_) std::rethrow_exception(std::exchange(failure_, nullptr));
+  }
+
+ private:
+  void drain() {
+    for (size_t k = next_.fetch_add(1); k < tasks_; k = next_.fetch_add(1)) {
+      try {
+        (*body_)(k);
+      } catch (...) {
+        std::lock_guard<std::mutex> lock(mutex_);
+        if (!failure_) failure_ = std::current_exception();
+      }
+    }
+  }
+
+  void help() {
+    uint64_t seen = 0;
+    std::unique_lock<std::mutex> lock(mutex_);
+    for (;;) {
+      wake_.wait(lock, [&] { return stop_ || generation_ != seen; });
+      if (stop_) return;
+      seen = generation_;
+      lock.unlock();
+      drain();
+      lock.lock();
+      if (--busy_ == 0) done_.notify_one();
+    }
+  }
+
+  std::mutex mutex_;
+  std::condition_variable wake_, done_;
+  std::vector<std::thread> helpers_;
+  const std::function<void(size_t)>* body_ = nullptr;
+  size_t tasks_ = 0;
+  std::atomic<size_t> next_{0};
+  uint64_t generation_ = 0;
+  int busy_ = 0;
+  std::exception_ptr failure_;
+  bool stop_ = false;
+};
+
+// The threads `execution` asks for when it brings no parallel_for of its own.
+int pool_threads(const ExecutionOptions& execution) {
+  if (execution.parallel_for) return 1;
+  return execution.num_threads > 0 ? execution.num_threads : default_num_threads();
+}
+
+// `execution` with its parallel_for running on `pool` (when it had none of its own).
+ExecutionOptions on_pool(const ExecutionOptions& execution, WorkerPool& pool) {
+  ExecutionOptions result = execution;
+  if (!result.parallel_for) {
+    result.parallel_for = [&pool](size_t tasks, const std::function<void(size_t)>& body) { pool.run(tasks, body); };
+  }
+  return result;
+}
+
 }  // namespace
 
 std::string_view weight_format_name(WeightFormat format) { return info(format).name; }
@@ -485,9 +650,18 @@ int64_t required_opset(WeightFormat format, const WeightGranularity& granularity
   return opset;
 }
 
-QuantizedWeight quantize_weight(const TensorView& weight, WeightFormat format, const WeightGranularity& granularity,
+namespace {
+
+// Receives a weight's codes in order, a wave of pieces at a time (the bytes are valid during the call).
+using CodesSink = std::function<void(std::span<const uint8_t> codes)>;
+
+// quantize_weight's work; its pieces run on execution.parallel_for when it is set, else serially.
+// With a `sink` the codes go to it as they are made, through one wave-sized buffer that stays in the
+// cache, and the result's codes tensor has no data: no tensor-sized buffer is allocated, zero-filled
+// and read back.
+QuantizedWeight quantize_pieces(const TensorView& weight, WeightFormat format, const WeightGranularity& granularity,
                                 bool symmetric, int64_t opset, const ExecutionOptions& execution,
-                                const std::function<void(size_t end)>& release) {
+                                const std::function<void(size_t end)>& release, const CodesSink& sink) {
   const FormatInfo& f = info(format);
   if (!is_weight_type(static_cast<int32_t>(weight.type))) {
     throw Error("cannot quantize a " + data_type_name(weight.type) + " weight (FLOAT, FLOAT16 or BFLOAT16 only)");
@@ -503,13 +677,33 @@ QuantizedWeight quantize_weight(const TensorView& weight, WeightFormat format, c
   const uint64_t rows = g.dims.empty() ? 1 : static_cast<uint64_t>(g.dims[0]);
   const uint64_t row = rows == 0 ? 0 : g.elements / rows;
   const uint64_t step = chunk_rows(g, packed, uint64_t{1} << 22);
-  // Pass 2 quantizes, dequantizes and compares in pieces of about 1 MiB of float32, so the weight and
-  // its dequantized copy are still in the cache when the error is summed.
-  const uint64_t step2 = chunk_rows(g, packed, uint64_t{1} << 18);
+  // Pass 1 scans pieces of about 1 MiB of float32 in parallel where each piece keeps its own ranges.
+  const uint64_t scan_step = chunk_rows(g, packed, uint64_t{1} << 18);
+  // Pass 2 quantizes, dequantizes and compares in pieces of about 256 KiB of float32, so the weight,
+  // its codes and its dequantized copy all stay in the core's L2 cache (2 MiB or less on current
+  // x86-64 cores) from the quantization to the error sum: the weight is read from memory once there.
+  const uint64_t step2 = chunk_rows(g, packed, uint64_t{1} << 16);
 
-  // Pass 1: the finite range of every scale group. NaN and ±inf do not widen a range.
-  std::vector<float> lo(g.params, std::numeric_limits<float>::infinity());
-  std::vector<float> hi(g.params, -std::numeric_limits<float>::infinity());
+  // Pass 1: the finite range of every scale group. NaN and ±inf do not widen a range. The symmetric
+  // rules use max|w| only: then `hi` holds it and `lo` is unused (every `lo` pointer is `hi`'s).
+  const bool magnitude_only = symmetric;
+  std::vector<float> lo(magnitude_only ? 0 : g.params, std::numeric_limits<float>::infinity());
+  std::vector<float> hi(g.params, magnitude_only ? 0.0f : -std::numeric_limits<float>::infinity());
+  float* const lo_base = magnitude_only ? hi.data() : lo.data();
+  const auto reduce = [magnitude_only](const float* v, uint64_t n, float& l, float& h) {
+    if (magnitude_only) {
+      reduce_abs(v, n, h);
+    } else {
+      reduce_range(v, n, l, h);
+    }
+  };
+  const auto widen = [magnitude_only](const float* v, uint64_t n, float* l, float* h) {
+    if (magnitude_only) {
+      widen_abs_elementwise(v, n, h);
+    } else {
+      widen_elementwise(v, n, l, h);
+    }
+  };
   QuantizedWeight result;
   std::vector<float> decoded;
   // Blocked along axis 0 (MatMul weights blocked along K), a piece of pass 2 holds whole blocks, so it
@@ -523,18 +717,18 @@ QuantizedWeight quantize_weight(const TensorView& weight, WeightFormat format, c
     const uint64_t e0 = r0 * row, e1 = r1 * row;
     const float* v = decode(weight.type, x, e0, e1 - e0, buffer);
     if (g.kind == WeightGranularity::Kind::kPerTensor) {
-      reduce_range(v, e1 - e0, range_lo[0], range_hi[0]);
+      reduce(v, e1 - e0, range_lo[0], range_hi[0]);
     } else if (g.inner == 1) {
       // The axis is the last one: rows of `channels` consecutive elements.
       for (uint64_t e = e0; e < e1; e += g.channels) {
         const float* line = v + (e - e0);
         const uint64_t o = e / g.channels;
         if (g.kind == WeightGranularity::Kind::kPerChannel) {
-          widen_elementwise(line, g.channels, range_lo, range_hi);
+          widen(line, g.channels, range_lo, range_hi);
         } else {
           for (uint64_t b = 0; b < g.blocks; ++b) {
             const uint64_t first = b * g.block, n = std::min(g.block, g.channels - first);
-            reduce_range(line + first, n, range_lo[o * g.blocks + b], range_hi[o * g.blocks + b]);
+            reduce(line + first, n, range_lo[o * g.blocks + b], range_hi[o * g.blocks + b]);
           }
         }
       }
@@ -544,10 +738,10 @@ QuantizedWeight quantize_weight(const TensorView& weight, WeightFormat format, c
       for (uint64_t e = e0; e < e1; e += g.inner) {
         const float* values = v + (e - e0);
         if (g.kind == WeightGranularity::Kind::kPerChannel) {
-          reduce_range(values, g.inner, range_lo[c], range_hi[c]);
+          reduce(values, g.inner, range_lo[c], range_hi[c]);
         } else {
           const uint64_t p = (o * g.blocks + c / g.block) * g.inner;
-          widen_elementwise(values, g.inner, range_lo + p, range_hi + p);
+          widen(values, g.inner, range_lo + p, range_hi + p);
         }
         if (++c == g.channels) {
           c = 0;
@@ -557,40 +751,16 @@ QuantizedWeight quantize_weight(const TensorView& weight, WeightFormat format, c
     }
   };
 
-  // Runs piece(0 .. pieces) a wave of kWave at a time, in parallel as `execution` says (pieces are
+  // Runs piece(0 .. pieces) `wave` at a time, on execution.parallel_for when it is set (pieces are
   // fixed, so results never depend on it), and after_wave(end) when a wave's pieces have finished.
-  const int threads = execution.parallel_for ? 0
-                      : execution.num_threads > 0 ? execution.num_threads
-                                                  : default_num_threads();
-  constexpr uint64_t kWave = 16;  // pieces per wave: about 16 MiB of float32, then its pages are released
-  const auto run_waves = [&](uint64_t pieces, const std::function<void(uint64_t)>& piece,
+  const auto run_waves = [&](uint64_t pieces, uint64_t wave, const std::function<void(uint64_t)>& piece,
                              const std::function<void(uint64_t)>& after_wave) {
-    for (uint64_t w0 = 0; w0 < pieces; w0 += kWave) {
-      const uint64_t w1 = std::min(pieces, w0 + kWave);
-      if (execution.parallel_for) {
+    for (uint64_t w0 = 0; w0 < pieces; w0 += wave) {
+      const uint64_t w1 = std::min(pieces, w0 + wave);
+      if (execution.parallel_for && w1 - w0 > 1) {
         execution.parallel_for(static_cast<size_t>(w1 - w0), [&](size_t task) { piece(w0 + task); });
-      } else if (threads <= 1 || w1 - w0 == 1) {
-        for (uint64_t k = w0; k < w1; ++k) piece(k);
       } else {
-        std::atomic<uint64_t> next{w0};
-        std::mutex failure_mutex;
-        std::exception_ptr failure;
-        const auto drain = [&] {
-          for (uint64_t k = next.fetch_add(1); k < w1; k = next.fetch_add(1)) {
-            try {
-              piece(k);
-            } catch (...) {
-              std::lock_guard<std::mutex> lock(failure_mutex);
-              if (!failure) failure = std::current_exception();
-            }
-          }
-        };
-        std::vector<std::thread> helpers;
-        const uint64_t helper_count = std::min<uint64_t>(static_cast<uint64_t>(threads - 1), w1 - w0 - 1);
-        for (uint64_t h = 0; h < helper_count; ++h) helpers.emplace_back(drain);
-        drain();
-        for (std::thread& t : helpers) t.join();
-        if (failure) std::rethrow_exception(failure);
+        for (uint64_t k = w0; k < w1; ++k) piece(k);
       }
       after_wave(w1);
     }
@@ -603,35 +773,42 @@ QuantizedWeight quantize_weight(const TensorView& weight, WeightFormat format, c
         (g.kind == WeightGranularity::Kind::kPerChannel && g.axis == 0)) {
       for (uint64_t r0 = 0; r0 < rows; r0 += step) {
         const uint64_t r1 = std::min(rows, r0 + step);
-        scan_rows(r0, r1, lo.data(), hi.data(), decoded);
+        scan_rows(r0, r1, lo_base, hi.data(), decoded);
         if (release) release(static_cast<size_t>(r1 * row * weight_size));
       }
     } else {
       // Per tensor or per channel along a later axis (at most a row's worth of parameters): each piece
-      // widens its own copy of the ranges;
-      // the copies are merged in piece order (min and max are exact, so any order gives the same).
-      const uint64_t pieces = (rows + step2 - 1) / step2;
-      std::vector<float> piece_lo(static_cast<size_t>(kWave * g.params)), piece_hi(piece_lo.size());
+      // widens its own copy of the ranges; the copies are merged in piece order (min and max are
+      // exact, so any order gives the same). Waves of 16 pieces: about 16 MiB of float32, then its
+      // pages are released.
+      constexpr uint64_t kWave = 16;
+      const uint64_t pieces = (rows + scan_step - 1) / scan_step;
+      std::vector<float> piece_lo(magnitude_only ? 0 : static_cast<size_t>(kWave * g.params));
+      std::vector<float> piece_hi(static_cast<size_t>(kWave * g.params));
       run_waves(
-          pieces,
+          pieces, kWave,
           [&](uint64_t k) {
-            float* l = piece_lo.data() + (k % kWave) * g.params;
             float* h = piece_hi.data() + (k % kWave) * g.params;
-            std::fill(l, l + g.params, std::numeric_limits<float>::infinity());
-            std::fill(h, h + g.params, -std::numeric_limits<float>::infinity());
+            float* l = magnitude_only ? h : piece_lo.data() + (k % kWave) * g.params;
+            if (magnitude_only) {
+              std::fill(h, h + g.params, 0.0f);
+            } else {
+              std::fill(l, l + g.params, std::numeric_limits<float>::infinity());
+              std::fill(h, h + g.params, -std::numeric_limits<float>::infinity());
+            }
             std::vector<float> buffer;
-            scan_rows(k * step2, std::min(rows, (k + 1) * step2), l, h, buffer);
+            scan_rows(k * scan_step, std::min(rows, (k + 1) * scan_step), l, h, buffer);
           },
           [&](uint64_t w1) {
             for (uint64_t k = (w1 - 1) / kWave * kWave; k < w1; ++k) {
-              const float* l = piece_lo.data() + (k % kWave) * g.params;
               const float* h = piece_hi.data() + (k % kWave) * g.params;
-              for (uint64_t q = 0; q < g.params; ++q) {
-                lo[q] = std::min(lo[q], l[q]);
-                hi[q] = std::max(hi[q], h[q]);
+              if (!magnitude_only) {
+                const float* l = piece_lo.data() + (k % kWave) * g.params;
+                for (uint64_t q = 0; q < g.params; ++q) lo[q] = std::min(lo[q], l[q]);
               }
+              for (uint64_t q = 0; q < g.params; ++q) hi[q] = std::max(hi[q], h[q]);
             }
-            if (release) release(static_cast<size_t>(std::min(rows, w1 * step2) * row * weight_size));
+            if (release) release(static_cast<size_t>(std::min(rows, w1 * scan_step) * row * weight_size));
           });
     }
   }
@@ -646,10 +823,31 @@ QuantizedWeight quantize_weight(const TensorView& weight, WeightFormat format, c
                                                                : static_cast<double>(std::numeric_limits<float>::max());
   const int64_t qmin = f.integer ? (f.signed_codes ? -(int64_t{1} << (f.bits - 1)) : 0) : 0;
   const int64_t qmax = f.integer ? (f.signed_codes ? (int64_t{1} << (f.bits - 1)) - 1 : (int64_t{1} << f.bits) - 1) : 0;
+  // The symmetric integer rule on float32 scales, in float: a float32 quotient of float32 operands
+  // computed in double and rounded to float is the correctly rounded float32 quotient (double has
+  // more than 2 * 24 + 2 bits), so this is store_scale(amax / levels) exactly, at a fraction of its cost.
+  const bool float_symmetric = magnitude_only && f.integer && scale_type == DataType::kFloat;
+  const float float_levels = static_cast<float>(f.signed_codes ? qmax : (qmax - 1) / 2);
   const auto compute_params = [&](uint64_t p_begin, uint64_t p_end) {
+  if (float_symmetric) {
+    uint8_t* scales = result.scale.data.data();
+    for (uint64_t p = p_begin; p < p_end; ++p) {
+      const float amax = hi[p];
+      float scale = amax > 0 ? amax / float_levels : 1.0f;
+      if (scale == 0.0f) scale = std::numeric_limits<float>::denorm_min();
+      std::memcpy(scales + 4 * p, &scale, 4);
+    }
+    // make_tensor zero-filled the zero points, the signed formats' 0.
+    if (!f.signed_codes) {
+      for (uint64_t p = p_begin; p < p_end; ++p) store_code(f.element, zero_point.data.data(), p, (qmax + 1) / 2);
+    }
+    return;
+  }
   for (uint64_t p = p_begin; p < p_end; ++p) {
-    const bool any = lo[p] <= hi[p];
-    const double amax = any ? std::max(std::fabs(static_cast<double>(lo[p])), std::fabs(static_cast<double>(hi[p]))) : 0.0;
+    const bool any = magnitude_only || lo[p] <= hi[p];
+    const double amax = magnitude_only ? static_cast<double>(hi[p])
+                        : any ? std::max(std::fabs(static_cast<double>(lo[p])), std::fabs(static_cast<double>(hi[p])))
+                              : 0.0;
     if (f.mx) {
       int code = 127;  // 2^0 for a block without a non-zero finite element
       if (amax > 0) code = std::clamp(std::ilogb(amax) - f.emax + 127, 0, 254);
@@ -691,7 +889,20 @@ QuantizedWeight quantize_weight(const TensorView& weight, WeightFormat format, c
   if (g.kind == WeightGranularity::Kind::kBlocked) qa.block_size = da.block_size = static_cast<int64_t>(g.block);
   if (!with_zero_point) qa.output_dtype = static_cast<int64_t>(f.element);
   if (f.mx) da.output_dtype = static_cast<int64_t>(weight.type);
-  result.codes = make_tensor(f.element, g.dims);
+  // Waves of about 16 MiB of float32, then its pages are released.
+  const uint64_t wave = std::max<uint64_t>(1, (uint64_t{1} << 22) / std::max<uint64_t>(1, step2 * row));
+  std::vector<uint8_t> wave_codes;
+  if (sink) {
+    result.codes.type = f.element;
+    result.codes.shape = g.dims;
+    wave_codes.resize(static_cast<size_t>(storage_bytes(f.element, std::min(g.elements, wave * step2 * row))));
+  } else {
+    result.codes = make_tensor(f.element, g.dims);
+  }
+  // Every piece starts on a byte (chunk_rows), so a wave's codes are whole bytes from its first.
+  const auto wave_first_byte = [&](uint64_t piece) {
+    return piece / wave * wave * step2 * row * static_cast<uint64_t>(f.bits) / 8;
+  };
   // Each piece is quantized, dequantized and compared on one thread (the kernels are called
   // single-threaded: at this size the pool's hand-over costs more than it gains); pieces run in
   // parallel a wave at a time, and their sums are added in piece order, so nothing depends on threads.
@@ -714,7 +925,7 @@ QuantizedWeight quantize_weight(const TensorView& weight, WeightFormat format, c
       const float* values = decode(weight.type, x, e0, count, decoded_rows);
       for (uint64_t r = r0; r < r1; ++r) {
         const uint64_t p = (r / g.block) * g.inner;
-        widen_elementwise(values + (r - r0) * row, g.inner, lo.data() + p, hi.data() + p);
+        widen(values + (r - r0) * row, g.inner, lo_base + p, hi.data() + p);
       }
       compute_params(r0 / g.block * g.inner, (r1 + g.block - 1) / g.block * g.inner);
     }
@@ -729,7 +940,11 @@ QuantizedWeight quantize_weight(const TensorView& weight, WeightFormat format, c
     TensorView xv{weight.type, chunk_shape, x + e0 * weight_size, static_cast<size_t>(count * weight_size)};
     const uint64_t code_offset = e0 * static_cast<uint64_t>(f.bits) / 8;
     const size_t code_bytes = static_cast<size_t>(storage_bytes(f.element, count));
-    MutableTensorView yv{f.element, chunk_shape, result.codes.data.data() + code_offset, code_bytes};
+    uint8_t* const codes = sink ? wave_codes.data() + (code_offset - wave_first_byte(piece))
+                                : result.codes.data.data() + code_offset;
+    // A reused wave buffer holds older codes: the padding nibble of an odd count must start at zero.
+    if (sink && packed && count % 2 == 1) codes[code_bytes - 1] = 0;
+    MutableTensorView yv{f.element, chunk_shape, codes, code_bytes};
     const TensorView sv = all_params ? result.scale.view() : scale_part->view();
     const TensorView zv = !with_zero_point ? TensorView{} : all_params ? zero_point.view() : zp_part->view();
     const TensorView* zpv = with_zero_point ? &zv : nullptr;
@@ -746,8 +961,13 @@ QuantizedWeight quantize_weight(const TensorView& weight, WeightFormat format, c
     PieceError& pe = errors[static_cast<size_t>(piece)];
     accumulate_error(original, restored, count, pe.signal, pe.noise, pe.max_error, pe.non_finite);
   };
-  run_waves(pieces, run_piece, [&](uint64_t w1) {
+  run_waves(pieces, wave, run_piece, [&](uint64_t w1) {
     if (release) release(static_cast<size_t>(std::min(rows, w1 * step2) * row * weight_size));
+    if (sink) {
+      const uint64_t first = wave_first_byte(w1 - 1);
+      const uint64_t end = storage_bytes(f.element, std::min(rows, w1 * step2) * row);
+      sink(std::span<const uint8_t>(wave_codes.data(), static_cast<size_t>(end - first)));
+    }
   });
   double signal = 0, noise = 0, max_error = 0;
   uint64_t non_finite = 0;
@@ -764,6 +984,18 @@ QuantizedWeight quantize_weight(const TensorView& weight, WeightFormat format, c
   result.sqnr_db = noise > 0 ? std::min(300.0, 10.0 * std::log10(signal / noise)) : 300.0;
   if (noise > 0 && signal == 0) result.sqnr_db = -300.0;
   return result;
+}
+
+}  // namespace
+
+QuantizedWeight quantize_weight(const TensorView& weight, WeightFormat format, const WeightGranularity& granularity,
+                                bool symmetric, int64_t opset, const ExecutionOptions& execution,
+                                const std::function<void(size_t end)>& release) {
+  if (execution.parallel_for || pool_threads(execution) <= 1) {
+    return quantize_pieces(weight, format, granularity, symmetric, opset, execution, release, {});
+  }
+  WorkerPool pool(pool_threads(execution));
+  return quantize_pieces(weight, format, granularity, symmetric, opset, on_pool(execution, pool), release, {});
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -1353,6 +1585,13 @@ ModelReport quantize_model_file(const std::string& input, const std::string& out
   std::map<::onnx::GraphProto*, std::vector<std::unique_ptr<::onnx::NodeProto>>> front_nodes;  // DQ per graph
   std::set<std::pair<::onnx::GraphProto*, std::string>> drop_inputs;
   const size_t total = selection.selected.size();
+  // One pool for every tensor of the model (unless the caller brings its own parallel_for).
+  std::optional<WorkerPool> pool;
+  ExecutionOptions execution = options.execution;
+  if (total > 0 && pool_threads(execution) > 1) {
+    pool.emplace(pool_threads(execution));
+    execution = on_pool(options.execution, *pool);
+  }
   for (size_t k = 0; k < total; ++k) {
     const Selected& sel = selection.selected[k];
     Candidate& c = selection.candidates[sel.candidate];
@@ -1361,13 +1600,22 @@ ModelReport quantize_model_file(const std::string& input, const std::string& out
     const auto weight_type = static_cast<DataType>(c.tensor->data_type());
     const std::vector<int64_t> dims(c.tensor->dims().begin(), c.tensor->dims().end());
     QuantizedWeight q;
+    // Codes bound for the data file are written there as they are made (one large write per wave of
+    // pieces, from a buffer still in the cache), not gathered into a tensor first.
+    const bool stream_codes = writer.external_data() &&
+                              storage_bytes(f.element, element_count(dims)) >= ModelWriter::kExternalThreshold;
+    CodesSink sink;
+    if (stream_codes) {
+      writer.begin_external();
+      sink = [&writer](std::span<const uint8_t> codes) { writer.append_external(codes); };
+    }
     {
       TensorBytes bytes = source.tensor_bytes(*c.tensor, what);
       const TensorView view{weight_type, dims, bytes.size() ? bytes.data() : reinterpret_cast<const uint8_t*>(""),
                             bytes.size()};
       try {
-        q = quantize_weight(view, options.format, sel.granularity, symmetric, report.opset_to, options.execution,
-                            [&bytes](size_t end) { bytes.release_until(end); });
+        q = quantize_pieces(view, options.format, sel.granularity, symmetric, report.opset_to, execution,
+                            [&bytes](size_t end) { bytes.release_until(end); }, sink);
       } catch (const Error& e) {
         fail(what, e.what());
       }
@@ -1389,7 +1637,9 @@ ModelReport quantize_model_file(const std::string& input, const std::string& out
     t->clear_raw_data();
     t->clear_external_data();
     t->clear_data_location();
-    if (writer.external_data() && q.codes.data.size() >= ModelWriter::kExternalThreshold) {
+    if (stream_codes) {
+      writer.end_external(*t);
+    } else if (writer.external_data() && q.codes.data.size() >= ModelWriter::kExternalThreshold) {
       writer.write_external(*t, q.codes.data);
     } else {
       t->set_raw_data(q.codes.data.data(), q.codes.data.size());

@@ -59,8 +59,9 @@ int64_t required_opset(WeightFormat format, const WeightGranularity& granularity
 /// `opset`, then measures the error with DequantizeLinear. `release(end)` (may be empty) is told when
 /// the weight's bytes [0, end) have been read for the last time, so a mapping can drop them.
 /// Allocates the codes, scales and chunk-sized scratch; threads as `execution` says (pieces of about
-/// 1 MiB, in parallel, each quantized by a single-threaded kernel; results never depend on it). Throws
-/// qdq::Error for a weight type or granularity the format cannot take.
+/// 256 KiB, in parallel on its parallel_for or else on helper threads started once for the call, each
+/// quantized by a single-threaded kernel; results never depend on it). Throws qdq::Error for a weight
+/// type or granularity the format cannot take.
 QuantizedWeight quantize_weight(const TensorView& weight, WeightFormat format, const WeightGranularity& granularity,
                                 bool symmetric, int64_t opset, const ExecutionOptions& execution = {},
                                 const std::function<void(size_t end)>& release = {});
@@ -131,7 +132,8 @@ struct ModelReport {
 /// Reads the model at `input` (external data relative to its folder), quantizes the weights that
 /// `options` select, raises the opset when the format needs it (convert_opset), and writes `output`
 /// atomically: on any error (a qdq::Error naming the file and problem) nothing is written. Peak memory
-/// is about the graph plus the largest weight; threads as options.execution says.
+/// is about the graph plus the largest weight; threads as options.execution says (its parallel_for,
+/// else one set of helper threads started for the whole model).
 ModelReport quantize_model_file(const std::string& input, const std::string& output,
                                 const QuantizeModelOptions& options);
 

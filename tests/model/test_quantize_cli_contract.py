@@ -171,6 +171,40 @@ def test_external_data_flag(run_qdq, tmp_path):
     ReferenceEvaluator(model).run(None, {"x": x})
 
 
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_external_data_codes_are_the_inline_codes_for_any_thread_count(run_qdq, tmp_path, fmt):
+    # Codes bound for external data are streamed to the file a wave of pieces (16 MiB of float32) at a
+    # time from a reused buffer; inline codes are gathered in memory. A [4097, 1025] weight spans two
+    # waves and has an odd element count (a 4-bit padding nibble at the very end); the Gemm weight
+    # (transB) is blocked along its last axis, the other layout.
+    rng = np.random.default_rng(11)
+    w = (rng.standard_normal((4097, 1025)) * 0.05).astype(np.float32)
+    w[5, 7], w[4096, 1024], w[100, :] = np.nan, np.inf, 0.0
+    g = rng.standard_normal((40, 1025)).astype(np.float32)
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["h"], name="mm"),
+             helper.make_node("Gemm", ["h", "g"], ["y"], transB=1, name="gemm")]
+    graph = helper.make_graph(
+        nodes, "net", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4097])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 40])],
+        [numpy_helper.from_array(w, "w"), numpy_helper.from_array(g, "g")])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 24)], ir_version=12),
+              str(tmp_path / "in.onnx"))
+
+    def quantize(name, *options):
+        report = json.loads(run_qdq("quantize", tmp_path / "in.onnx", "-o", tmp_path / name, "--format", fmt,
+                                    "--json", *options).stdout)
+        model = onnx.load(str(tmp_path / name))  # external data read back into raw_data
+        tensors = {t.name: (t.data_type, list(t.dims), t.raw_data) for t in model.graph.initializer}
+        return tensors, [(t["name"], t["sqnr_db"], t["max_abs_error"], t["non_finite"]) for t in report["tensors"]]
+
+    inline = quantize("inline.onnx")
+    assert len(inline[1]) == 2
+    for threads in ("1", "2", "3"):
+        external = quantize(f"external{threads}.onnx", "--external-data", "--threads", threads)
+        assert (tmp_path / f"external{threads}.onnx.data").is_file()
+        assert external == inline, threads
+
+
 @pytest.mark.parametrize("signal_name", ["SIGTERM", "SIGINT"])
 def test_signal_leaves_nothing_behind(qdq_cli, tmp_path, signal_name):
     rng = np.random.default_rng(3)
