@@ -32,6 +32,7 @@
 #include "qdq/qdq.hpp"
 #include "types/packing.hpp"
 #include "types/packing_bulk.hpp"
+#include "types/type_traits.hpp"
 
 #ifdef QDQ_PYTHON_WITH_ONNX
 #include "qdq_onnx.hpp"
@@ -57,26 +58,28 @@ bool is_sub_byte(DataType type) { return qdq::bit_width(type) > 0 && qdq::bit_wi
 bool is_signed_sub_byte(DataType type) { return type == DataType::kInt4 || type == DataType::kInt2; }
 
 // The numpy dtype of the arrays this module returns for `type`.
+/// The NumPy dtype that holds one element (or, for packed and narrow float types, one code) of
+/// `type`, from the type list: floats with a NumPy type as themselves, integers as the integer of
+/// their width (packed ones one per int8/uint8), other narrow codes as the unsigned integer of theirs.
 py::dtype storage_dtype(DataType type) {
-  switch (type) {
-    case DataType::kFloat: return py::dtype("float32");
-    case DataType::kDouble: return py::dtype("float64");
-    case DataType::kFloat16: return py::dtype("float16");
-    case DataType::kBool: return py::dtype("bool");
-    case DataType::kInt8: case DataType::kInt4: case DataType::kInt2: return py::dtype("int8");
-    case DataType::kInt16: return py::dtype("int16");
-    case DataType::kInt32: return py::dtype("int32");
-    case DataType::kInt64: return py::dtype("int64");
-    case DataType::kUint16: case DataType::kBFloat16: return py::dtype("uint16");
-    case DataType::kUint32: return py::dtype("uint32");
-    case DataType::kUint64: return py::dtype("uint64");
-    case DataType::kUint8: case DataType::kFloat8E4M3FN: case DataType::kFloat8E4M3FNUZ:
-    case DataType::kFloat8E5M2: case DataType::kFloat8E5M2FNUZ: case DataType::kFloat8E8M0:
-    case DataType::kUint4: case DataType::kFloat4E2M1: case DataType::kUint2:
-      return py::dtype("uint8");
-    default:
-      throw qdq::Error("element type " + qdq::data_type_name(type) + " is not supported by the Python module");
+  using qdq::detail::TypeKind;
+  const qdq::detail::TypeInfo& info = qdq::detail::type_info(type);
+  const int bits = info.bits < 8 ? 8 : info.bits;
+  switch (info.kind) {
+    case TypeKind::kFloat:
+      return py::dtype(bits == 32 ? "float32" : "float64");
+    case TypeKind::kMiniFloat:
+      if (type == DataType::kFloat16) return py::dtype("float16");  // the one narrow float NumPy has
+      return py::dtype("uint" + std::to_string(bits));
+    case TypeKind::kExponent:
+      return py::dtype("uint" + std::to_string(bits));
+    case TypeKind::kInteger:
+      return py::dtype((info.is_signed ? "int" : "uint") + std::to_string(bits));
+    case TypeKind::kOther:
+      if (type == DataType::kBool) return py::dtype("bool");
+      break;
   }
+  throw qdq::Error("element type " + qdq::data_type_name(type) + " is not supported by the Python module");
 }
 
 DataType to_type(int64_t value) {
