@@ -271,19 +271,16 @@ HWY_INLINE BroadcastParams BroadcastAt(const QuantizeCall& c, int64_t param) {
   return b;
 }
 
-/// QuantizeLoop over a run with one scale (in P) and zero point: multiplying by the reciprocal where
-/// that is exact, dividing otherwise. The parameters come as vectors (registers), not as a struct in
-/// memory, so that the loop keeps them in registers across its stores.
+/// QuantizeLoop over a run with one scale and zero point: multiplying by the reciprocal where that
+/// is exact, dividing otherwise.
 template <T X, T P, T Y, bool kPackInRegisters>
-HWY_INLINE void QuantizeBroadcast(const QuantizeCall& c, int64_t first, int64_t count, VF scale, VI zero_point, VF float_zero_point,
-                                  uint8_t* out) {
+HWY_INLINE void QuantizeBroadcast(const QuantizeCall& c, int64_t first, int64_t count, BroadcastParams b, uint8_t* out) {
   constexpr bool kPack = kPackInRegisters && OutBits(Y) < 8;
   float reciprocal;
-  if (ExactReciprocal(hn::GetLane(scale), &reciprocal)) {
-    const BroadcastParams b{hn::Set(DF(), reciprocal), zero_point, float_zero_point};
+  if (ExactReciprocal(hn::GetLane(b.scale), &reciprocal)) {
+    b.scale = hn::Set(DF(), reciprocal);
     QuantizeLoop<X, P, Y, MultiplyByExactReciprocal, kPack>(c, first, count, b, out);
   } else {
-    const BroadcastParams b{scale, zero_point, float_zero_point};
     QuantizeLoop<X, P, Y, Divide, kPack>(c, first, count, b, out);
   }
 }
@@ -291,16 +288,8 @@ HWY_INLINE void QuantizeBroadcast(const QuantizeCall& c, int64_t first, int64_t 
 /// QuantizeBroadcast out of line, for runs of the general path (per segment, at least a few hundred
 /// elements or a whole chunk) and per-tensor packed groups: one copy of the loop serves them all.
 template <T X, T P, T Y, bool kPackInRegisters>
-HWY_NOINLINE void QuantizeRun(const QuantizeCall& c, int64_t first, int64_t count, VF scale, VI zero_point, VF float_zero_point,
-                              uint8_t* out) {
-  QuantizeBroadcast<X, P, Y, kPackInRegisters>(c, first, count, scale, zero_point, float_zero_point, out);
-}
-
-/// QuantizeRun with the parameters of parameter `param`.
-template <T X, T P, T Y, bool kPackInRegisters>
-HWY_INLINE void QuantizeRunAt(const QuantizeCall& c, int64_t first, int64_t count, int64_t param, uint8_t* out) {
-  const BroadcastParams b = BroadcastAt<P, Y>(c, param);
-  QuantizeRun<X, P, Y, kPackInRegisters>(c, first, count, b.scale, b.zero_point, b.float_zero_point, out);
+HWY_NOINLINE void QuantizeRun(const QuantizeCall& c, int64_t first, int64_t count, BroadcastParams b, uint8_t* out) {
+  QuantizeBroadcast<X, P, Y, kPackInRegisters>(c, first, count, b, out);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -355,7 +344,7 @@ HWY_INLINE void QuantizeGeneral(const QuantizeCall& c, void* y, int64_t begin, i
     const int64_t group = 4 * static_cast<int64_t>(hn::Lanes(DF()));
     if (c.plan.granularity == Granularity::kPerTensor && end - begin >= group) {
       const int64_t whole = (end - begin) / group * group;
-      QuantizeRunAt<X, P, Y, true>(c, begin, whole, 0, OutputAt<Y>(y, begin));
+      QuantizeRun<X, P, Y, true>(c, begin, whole, BroadcastAt<P, Y>(c, 0), OutputAt<Y>(y, begin));
       begin += whole;
     }
   }
@@ -393,7 +382,7 @@ HWY_INLINE void QuantizeGeneral(const QuantizeCall& c, void* y, int64_t begin, i
     } else {
       for (int64_t position = chunk; position < chunk_end;) {
         const Segment s = cursor.next(position, chunk_end);
-        QuantizeRunAt<X, P, Y, false>(c, position, s.count, s.param_index, out_at(chunk, position));
+        QuantizeRun<X, P, Y, false>(c, position, s.count, BroadcastAt<P, Y>(c, s.param_index), out_at(chunk, position));
         position += s.count;
       }
     }
@@ -425,12 +414,11 @@ HWY_INLINE void QuantizeUniformBlocks(const QuantizeCall& c, void* y, int64_t be
     const int64_t blocks = std::min<int64_t>(kChunk, end / block - first_block);
     LoadQuantizeParams<P, Y>(c, first_block, blocks, params.scale, params.zero_point, params.float_zero_point);
     for (int64_t k = 0; k < blocks; ++k) {
-      VI zp = hn::Zero(di);
-      VF zpf = hn::Zero(df);
-      if constexpr (IsIntegerOut(Y)) zp = hn::Set(di, params.zero_point[k]);
-      if constexpr (has_float_zero_point(Y)) zpf = hn::Set(df, params.float_zero_point[k]);
+      BroadcastParams b{hn::Set(df, params.scale[k]), hn::Zero(di), hn::Zero(df)};
+      if constexpr (IsIntegerOut(Y)) b.zero_point = hn::Set(di, params.zero_point[k]);
+      if constexpr (has_float_zero_point(Y)) b.float_zero_point = hn::Set(df, params.float_zero_point[k]);
       const int64_t first = (first_block + k) * block;
-      QuantizeBroadcast<X, P, Y, true>(c, first, block, hn::Set(df, params.scale[k]), zp, zpf, OutputAt<Y>(y, first));
+      QuantizeBroadcast<X, P, Y, true>(c, first, block, b, OutputAt<Y>(y, first));
     }
   }
 }
