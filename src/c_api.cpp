@@ -14,40 +14,18 @@
 
 #include "qdq/qdq.h"
 #include "qdq/qdq.hpp"
+#include "types/type_traits.hpp"
 
 namespace {
 
 using qdq::DataType;
 
-// The C enum is ONNX's numbering, and so is the C++ one.
+// The C enum is ONNX's numbering, and so is the C++ one: one check per line of the type list.
 static_assert(QDQ_TYPE_UNDEFINED == static_cast<int>(DataType::kUndefined));
-static_assert(QDQ_TYPE_FLOAT == static_cast<int>(DataType::kFloat));
-static_assert(QDQ_TYPE_UINT8 == static_cast<int>(DataType::kUint8));
-static_assert(QDQ_TYPE_INT8 == static_cast<int>(DataType::kInt8));
-static_assert(QDQ_TYPE_UINT16 == static_cast<int>(DataType::kUint16));
-static_assert(QDQ_TYPE_INT16 == static_cast<int>(DataType::kInt16));
-static_assert(QDQ_TYPE_INT32 == static_cast<int>(DataType::kInt32));
-static_assert(QDQ_TYPE_INT64 == static_cast<int>(DataType::kInt64));
-static_assert(QDQ_TYPE_STRING == static_cast<int>(DataType::kString));
-static_assert(QDQ_TYPE_BOOL == static_cast<int>(DataType::kBool));
-static_assert(QDQ_TYPE_FLOAT16 == static_cast<int>(DataType::kFloat16));
-static_assert(QDQ_TYPE_DOUBLE == static_cast<int>(DataType::kDouble));
-static_assert(QDQ_TYPE_UINT32 == static_cast<int>(DataType::kUint32));
-static_assert(QDQ_TYPE_UINT64 == static_cast<int>(DataType::kUint64));
-static_assert(QDQ_TYPE_COMPLEX64 == static_cast<int>(DataType::kComplex64));
-static_assert(QDQ_TYPE_COMPLEX128 == static_cast<int>(DataType::kComplex128));
-static_assert(QDQ_TYPE_BFLOAT16 == static_cast<int>(DataType::kBFloat16));
-static_assert(QDQ_TYPE_FLOAT8E4M3FN == static_cast<int>(DataType::kFloat8E4M3FN));
-static_assert(QDQ_TYPE_FLOAT8E4M3FNUZ == static_cast<int>(DataType::kFloat8E4M3FNUZ));
-static_assert(QDQ_TYPE_FLOAT8E5M2 == static_cast<int>(DataType::kFloat8E5M2));
-static_assert(QDQ_TYPE_FLOAT8E5M2FNUZ == static_cast<int>(DataType::kFloat8E5M2FNUZ));
-static_assert(QDQ_TYPE_UINT4 == static_cast<int>(DataType::kUint4));
-static_assert(QDQ_TYPE_INT4 == static_cast<int>(DataType::kInt4));
-static_assert(QDQ_TYPE_FLOAT4E2M1 == static_cast<int>(DataType::kFloat4E2M1));
-static_assert(QDQ_TYPE_FLOAT8E8M0 == static_cast<int>(DataType::kFloat8E8M0));
-static_assert(QDQ_TYPE_UINT2 == static_cast<int>(DataType::kUint2));
-static_assert(QDQ_TYPE_INT2 == static_cast<int>(DataType::kInt2));
-constexpr int kLastType = QDQ_TYPE_INT2;
+#define QDQ_DATA_TYPE(E, NAME, ...) static_assert(QDQ_TYPE_##NAME == static_cast<int>(DataType::E));
+#include "types/data_types.inc"
+#undef QDQ_DATA_TYPE
+constexpr int kLastType = qdq::detail::kLastDataType;
 
 constexpr uint64_t kQuantizeAttributeBits = QDQ_ATTRIBUTE_AXIS | QDQ_ATTRIBUTE_SATURATE |
                                             QDQ_ATTRIBUTE_BLOCK_SIZE | QDQ_ATTRIBUTE_OUTPUT_DTYPE |

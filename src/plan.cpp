@@ -3,8 +3,9 @@
 // invalid call and nothing is written before all checks have passed.
 #include "plan.hpp"
 
+#include "types/type_traits.hpp"
+
 #include <algorithm>
-#include <initializer_list>
 #include <sstream>
 
 namespace qdq::detail {
@@ -14,29 +15,42 @@ using T = DataType;
 
 [[noreturn]] void fail(const OpName& op, const std::string& message) { throw Error(op.str() + ": " + message); }
 
-std::string type_list(std::initializer_list<T> types) {
+/// The version → allowed-types table: for each role and operator version, the types of the list
+/// (types/data_types.inc) whose since-column for the role is at most that version, in DataType order.
+std::string type_list(TypeRole role, int version) {
   std::string out;
-  for (T t : types) {
+  for (const TypeInfo& info : kTypeInfos) {
+    if (!allowed_in_role(info.type, role, version)) continue;
     if (!out.empty()) out += ", ";
-    out += data_type_name(t);
+    out += info.name;
   }
   return out;
 }
 
-bool one_of(T t, std::initializer_list<T> types) { return std::find(types.begin(), types.end(), t) != types.end(); }
-
-void require_type(const OpName& op, std::string_view input, T type, std::initializer_list<T> allowed) {
-  if (!one_of(type, allowed)) {
+void require_type(const OpName& op, std::string_view input, T type, TypeRole role) {
+  if (!allowed_in_role(type, role, op.version)) {
     fail(op, std::string(input) + " has element type " + data_type_name(type) + ", which this version does not allow (allowed: " +
-                 type_list(allowed) + ")");
+                 type_list(role, op.version) + ")");
   }
 }
 
 /// An int64 attribute value that is an ONNX DataType number (checked before any narrowing cast).
-bool is_type_number(int64_t value) { return value >= 1 && value <= 26 && is_known_data_type(static_cast<int32_t>(value)); }
+bool is_type_number(int64_t value) { return value >= 1 && value <= kLastDataType; }
 
-bool is_float8(T t) {
-  return one_of(t, {T::kFloat8E4M3FN, T::kFloat8E4M3FNUZ, T::kFloat8E5M2, T::kFloat8E5M2FNUZ});
+/// The division types `precision` may name: the 16- and 32-bit ones (not float64, which only INT32
+/// scales select).
+bool is_precision_type(T t) { return is_division_type(t) && type_info(t).bits <= 32; }
+
+/// "FLOAT (1), FLOAT16 (10) or BFLOAT16 (16)": the types `precision` may name.
+std::string precision_list() {
+  std::string out;
+  std::string last;
+  for (const TypeInfo& info : kTypeInfos) {
+    if (!is_precision_type(info.type)) continue;
+    if (!last.empty()) out += out.empty() ? last : ", " + last;
+    last = std::string(info.name) + " (" + std::to_string(static_cast<int>(info.type)) + ")";
+  }
+  return out.empty() ? last : out + " or " + last;
 }
 
 /// Checks that a view's buffer holds exactly its shape's elements; returns the element count.
@@ -241,21 +255,14 @@ QuantizeCall plan_quantize(const QuantizeLinearAttributes& a, const TensorView& 
   if (y_zero_point) check_buffer(op, "y_zero_point", *y_zero_point);
 
   // Input types.
-  if (v < 19) {
-    require_type(op, "x", x.type, {T::kFloat, T::kInt32});
-    require_type(op, "y_scale", y_scale.type, {T::kFloat});
-  } else {
-    require_type(op, "x", x.type, {T::kFloat, T::kFloat16, T::kBFloat16, T::kInt32});
-    if (v < 23) {
-      if (y_scale.type != x.type) {
-        fail(op, "y_scale has element type " + data_type_name(y_scale.type) + " but x has " + data_type_name(x.type) +
-                     "; before version 23 they must be the same type");
-      }
-    } else if (v < 24) {
-      require_type(op, "y_scale", y_scale.type, {T::kFloat, T::kFloat16, T::kBFloat16, T::kInt32});
-    } else {
-      require_type(op, "y_scale", y_scale.type, {T::kFloat, T::kFloat16, T::kBFloat16, T::kInt32, T::kFloat8E8M0});
+  require_type(op, "x", x.type, TypeRole::kQuantizeX);
+  if (v >= 19 && v < 23) {
+    if (y_scale.type != x.type) {
+      fail(op, "y_scale has element type " + data_type_name(y_scale.type) + " but x has " + data_type_name(x.type) +
+                   "; before version 23 they must be the same type");
     }
+  } else {
+    require_type(op, "y_scale", y_scale.type, TypeRole::kQuantizeScale);
   }
 
   // Output type: the zero point's type, else output_dtype, else UINT8.
@@ -273,42 +280,19 @@ QuantizeCall plan_quantize(const QuantizeLinearAttributes& a, const TensorView& 
     call.y_type = output_dtype != 0 ? static_cast<T>(output_dtype) : T::kUint8;
   }
   // The name of the output type's source, built only when the check fails.
-  const auto require_output_type = [&](std::initializer_list<T> allowed) {
-    if (one_of(call.y_type, allowed)) return;
+  if (!allowed_in_role(call.y_type, TypeRole::kQuantizeY, v)) {
     const std::string output_name = y_zero_point ? std::string("y_zero_point")
                                    : output_dtype != 0 ? "output type y (from output_dtype " + std::to_string(output_dtype) + ")"
                                                        : std::string("output type y (default)");
-    require_type(op, output_name, call.y_type, allowed);
-  };
-  switch (v) {
-    case 10:
-    case 13:
-      require_output_type({T::kInt8, T::kUint8});
-      break;
-    case 19:
-      require_output_type({T::kInt8, T::kUint8, T::kFloat8E4M3FN, T::kFloat8E4M3FNUZ, T::kFloat8E5M2, T::kFloat8E5M2FNUZ});
-      break;
-    case 21:
-      require_output_type({T::kInt8, T::kUint8, T::kInt16, T::kUint16, T::kFloat8E4M3FN, T::kFloat8E4M3FNUZ, T::kFloat8E5M2,
-                           T::kFloat8E5M2FNUZ, T::kUint4, T::kInt4});
-      break;
-    case 23:
-    case 24:
-      require_output_type({T::kInt8, T::kUint8, T::kInt16, T::kUint16, T::kFloat8E4M3FN, T::kFloat8E4M3FNUZ, T::kFloat8E5M2,
-                           T::kFloat8E5M2FNUZ, T::kUint4, T::kInt4, T::kFloat4E2M1});
-      break;
-    default:
-      require_output_type({T::kInt8, T::kUint8, T::kInt16, T::kUint16, T::kFloat8E4M3FN, T::kFloat8E4M3FNUZ, T::kFloat8E5M2,
-                           T::kFloat8E5M2FNUZ, T::kUint4, T::kInt4, T::kFloat4E2M1, T::kUint2, T::kInt2});
-      break;
+    require_type(op, output_name, call.y_type, TypeRole::kQuantizeY);
   }
 
   // Division type: `precision`, else the scale's type (float32 for e8m0, float64 for int32).
   const int64_t precision = a.precision.value_or(0);
   if (precision != 0) {
     const auto p = is_type_number(precision) ? static_cast<T>(precision) : T::kUndefined;
-    if (!one_of(p, {T::kFloat, T::kFloat16, T::kBFloat16})) {
-      fail(op, "precision " + std::to_string(precision) + " is not supported: the division can be done in FLOAT (1), FLOAT16 (10) or BFLOAT16 (16)");
+    if (!is_precision_type(p)) {
+      fail(op, "precision " + std::to_string(precision) + " is not supported: the division can be done in " + precision_list());
     }
     call.division_type = p;
   } else if (y_scale.type == T::kInt32) {
@@ -354,39 +338,8 @@ DequantizeCall plan_dequantize(const DequantizeLinearAttributes& a, const Tensor
   check_buffer(op, "x_scale", x_scale);
   if (x_zero_point) check_buffer(op, "x_zero_point", *x_zero_point);
 
-  switch (v) {
-    case 10:
-    case 13:
-      require_type(op, "x", x.type, {T::kInt8, T::kUint8, T::kInt32});
-      break;
-    case 19:
-      require_type(op, "x", x.type,
-                   {T::kInt8, T::kUint8, T::kInt32, T::kFloat8E4M3FN, T::kFloat8E4M3FNUZ, T::kFloat8E5M2, T::kFloat8E5M2FNUZ});
-      break;
-    case 21:
-      require_type(op, "x", x.type,
-                   {T::kInt8, T::kUint8, T::kInt16, T::kUint16, T::kInt32, T::kFloat8E4M3FN, T::kFloat8E4M3FNUZ, T::kFloat8E5M2,
-                    T::kFloat8E5M2FNUZ, T::kUint4, T::kInt4});
-      break;
-    case 23:
-    case 24:
-      require_type(op, "x", x.type,
-                   {T::kInt8, T::kUint8, T::kInt16, T::kUint16, T::kInt32, T::kFloat8E4M3FN, T::kFloat8E4M3FNUZ, T::kFloat8E5M2,
-                    T::kFloat8E5M2FNUZ, T::kUint4, T::kInt4, T::kFloat4E2M1});
-      break;
-    default:
-      require_type(op, "x", x.type,
-                   {T::kInt8, T::kUint8, T::kInt16, T::kUint16, T::kInt32, T::kFloat8E4M3FN, T::kFloat8E4M3FNUZ, T::kFloat8E5M2,
-                    T::kFloat8E5M2FNUZ, T::kUint4, T::kInt4, T::kFloat4E2M1, T::kUint2, T::kInt2});
-      break;
-  }
-  if (v < 19) {
-    require_type(op, "x_scale", x_scale.type, {T::kFloat});
-  } else if (v < 24) {
-    require_type(op, "x_scale", x_scale.type, {T::kFloat, T::kFloat16, T::kBFloat16});
-  } else {
-    require_type(op, "x_scale", x_scale.type, {T::kFloat, T::kFloat16, T::kBFloat16, T::kFloat8E8M0});
-  }
+  require_type(op, "x", x.type, TypeRole::kDequantizeX);
+  require_type(op, "x_scale", x_scale.type, TypeRole::kDequantizeScale);
 
   // Output type.
   const int64_t output_dtype = a.output_dtype.value_or(0);
@@ -394,9 +347,10 @@ DequantizeCall plan_dequantize(const DequantizeLinearAttributes& a, const Tensor
     call.y_type = T::kFloat;
   } else if (output_dtype != 0) {
     const auto t = is_type_number(output_dtype) ? static_cast<T>(output_dtype) : T::kUndefined;
-    if (!one_of(t, {T::kFloat, T::kFloat16, T::kBFloat16})) {
+    if (!allowed_in_role(t, TypeRole::kDequantizeY, v)) {
       const std::string name = t == T::kUndefined ? "not an ONNX element type" : data_type_name(t);
-      fail(op, "output_dtype " + std::to_string(output_dtype) + " (" + name + ") is not allowed: y must be FLOAT, FLOAT16 or BFLOAT16");
+      fail(op, "output_dtype " + std::to_string(output_dtype) + " (" + name + ") is not allowed: y must be one of " +
+                   type_list(TypeRole::kDequantizeY, v));
     }
     call.y_type = t;
   } else if (x_scale.type == T::kFloat8E8M0) {
@@ -417,7 +371,7 @@ DequantizeCall plan_dequantize(const DequantizeLinearAttributes& a, const Tensor
     if (is_float8(x.type)) {
       // A float8 zero point must be zero (±0; FNUZ types have only 0x00) and is not used.
       const auto* codes = static_cast<const uint8_t*>(x_zero_point->data);
-      const bool fnuz = x.type == T::kFloat8E4M3FNUZ || x.type == T::kFloat8E5M2FNUZ;
+      const bool fnuz = !type_info(x.type).negative_zero;
       for (size_t i = 0; i < x_zero_point->size_bytes; ++i) {
         if (codes[i] != 0 && (fnuz || codes[i] != 0x80)) {
           std::ostringstream code;

@@ -41,6 +41,7 @@
 #include "qdq/qdq.hpp"
 #include "types/packing.hpp"
 #include "types/packing_bulk.hpp"
+#include "types/type_traits.hpp"
 
 #ifdef QDQ_PYTHON_WITH_ONNX
 #include "qdq_onnx.hpp"
@@ -65,27 +66,34 @@ bool is_sub_byte(DataType type) { return qdq::bit_width(type) > 0 && qdq::bit_wi
 
 bool is_signed_sub_byte(DataType type) { return type == DataType::kInt4 || type == DataType::kInt2; }
 
-// The numpy dtype of the arrays this module returns for `type`.
+/// The NumPy dtype that holds one element (or, for packed and narrow float types, one code) of
+/// `type`, from the type list: floats with a NumPy type as themselves, integers as the integer of
+/// their width (packed ones one per int8/uint8), other narrow codes as the unsigned integer of theirs.
 py::dtype storage_dtype(DataType type) {
-  switch (type) {
-    case DataType::kFloat: return py::dtype::of<float>();  // of<T>: numpy's cached descriptor, no parsing
-    case DataType::kDouble: return py::dtype::of<double>();
-    case DataType::kFloat16: return py::dtype("float16");
-    case DataType::kBool: return py::dtype::of<bool>();
-    case DataType::kInt8: case DataType::kInt4: case DataType::kInt2: return py::dtype::of<int8_t>();
-    case DataType::kInt16: return py::dtype::of<int16_t>();
-    case DataType::kInt32: return py::dtype::of<int32_t>();
-    case DataType::kInt64: return py::dtype::of<int64_t>();
-    case DataType::kUint16: case DataType::kBFloat16: return py::dtype::of<uint16_t>();
-    case DataType::kUint32: return py::dtype::of<uint32_t>();
-    case DataType::kUint64: return py::dtype::of<uint64_t>();
-    case DataType::kUint8: case DataType::kFloat8E4M3FN: case DataType::kFloat8E4M3FNUZ:
-    case DataType::kFloat8E5M2: case DataType::kFloat8E5M2FNUZ: case DataType::kFloat8E8M0:
-    case DataType::kUint4: case DataType::kFloat4E2M1: case DataType::kUint2:
-      return py::dtype::of<uint8_t>();
-    default:
-      throw qdq::Error("element type " + qdq::data_type_name(type) + " is not supported by the Python module");
+  // py::dtype::of<T>() is NumPy's cached descriptor (no parsing per call), so each kind maps onto one.
+  using qdq::detail::TypeKind;
+  const qdq::detail::TypeInfo& info = qdq::detail::type_info(type);
+  const int bits = info.bits < 8 ? 8 : info.bits;
+  const auto integer = [](int width, bool is_signed) -> py::dtype {
+    switch (width) {
+      case 8: return is_signed ? py::dtype::of<int8_t>() : py::dtype::of<uint8_t>();
+      case 16: return is_signed ? py::dtype::of<int16_t>() : py::dtype::of<uint16_t>();
+      case 32: return is_signed ? py::dtype::of<int32_t>() : py::dtype::of<uint32_t>();
+      default: return is_signed ? py::dtype::of<int64_t>() : py::dtype::of<uint64_t>();
+    }
+  };
+  switch (info.kind) {
+    case TypeKind::kFloat: return bits == 32 ? py::dtype::of<float>() : py::dtype::of<double>();
+    case TypeKind::kMiniFloat:
+      if (type == DataType::kFloat16) return py::dtype("float16");  // the one narrow float NumPy has
+      return integer(bits, false);
+    case TypeKind::kExponent: return integer(bits, false);
+    case TypeKind::kInteger: return integer(bits, info.is_signed);
+    case TypeKind::kOther:
+      if (type == DataType::kBool) return py::dtype::of<bool>();
+      break;
   }
+  throw qdq::Error("element type " + qdq::data_type_name(type) + " is not supported by the Python module");
 }
 
 DataType to_type(int64_t value) {

@@ -5,7 +5,7 @@
 
 #include <cstdint>
 
-#include "plan.hpp"
+#include "iteration_plan.hpp"
 
 namespace qdq::detail {
 

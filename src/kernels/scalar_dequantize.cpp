@@ -5,6 +5,7 @@
 
 #include "kernels/kernels.hpp"
 #include "kernels/params.hpp"
+#include "types/type_traits.hpp"
 
 namespace qdq::detail {
 namespace {
@@ -12,70 +13,68 @@ namespace {
 using T = DataType;
 constexpr int64_t kChunk = 256;
 
-/// float32(x − zero point) of elements [first, first + count).
+/// float32(x − zero point) of elements [first, first + count) of x of type X.
+template <class X>
 void differences(const DequantizeCall& c, int64_t first, int64_t count, int64_t param_index, int step, float* d) {
-  switch (c.x_type) {
-    case T::kFloat8E4M3FN:
-      for (int64_t i = 0; i < count; ++i) d[i] = decode<Float8E4M3FNFormat>(load_le<uint8_t>(c.x, first + i));
-      return;
-    case T::kFloat8E4M3FNUZ:
-      for (int64_t i = 0; i < count; ++i) d[i] = decode<Float8E4M3FNUZFormat>(load_le<uint8_t>(c.x, first + i));
-      return;
-    case T::kFloat8E5M2:
-      for (int64_t i = 0; i < count; ++i) d[i] = decode<Float8E5M2Format>(load_le<uint8_t>(c.x, first + i));
-      return;
-    case T::kFloat8E5M2FNUZ:
-      for (int64_t i = 0; i < count; ++i) d[i] = decode<Float8E5M2FNUZFormat>(load_le<uint8_t>(c.x, first + i));
-      return;
-    case T::kFloat4E2M1:
-      for (int64_t i = 0; i < count; ++i) {
-        float v = decode<Float4E2M1Format>(load_code(c.x, 4, first + i));
-        if (c.zero_point != nullptr) v -= decode<Float4E2M1Format>(load_code(c.zero_point, 4, param_index + i * step));
-        d[i] = v;
+  if constexpr (X::kKind == TypeKind::kMiniFloat) {
+    using F = typename X::Format;
+    for (int64_t i = 0; i < count; ++i) {
+      float v = decode<F>(static_cast<uint32_t>(load_code_of<X>(c.x, first + i)));
+      if constexpr (has_float_zero_point(X::value)) {
+        if (c.zero_point != nullptr) v -= decode<F>(static_cast<uint32_t>(load_code_of<X>(c.zero_point, param_index + i * step)));
       }
-      return;
-    default:
-      for (int64_t i = 0; i < count; ++i) {
-        int64_t v = load_integer(c.x, c.x_type, first + i);
-        if (c.zero_point != nullptr) v -= load_integer(c.zero_point, c.zero_point_type, param_index + i * step);
-        d[i] = static_cast<float>(v);  // one rounding (RNE); exact below 2^24
-      }
-      return;
+      d[i] = v;
+    }
+  } else if constexpr (X::kKind == TypeKind::kInteger && X::kBits <= 32) {
+    for (int64_t i = 0; i < count; ++i) {
+      int64_t v = load_integer_of<X>(c.x, first + i);
+      if (c.zero_point != nullptr) v -= load_integer(c.zero_point, c.zero_point_type, param_index + i * step);
+      d[i] = static_cast<float>(v);  // one rounding (RNE); exact below 2^24
+    }
   }
+  // Other types are not DequantizeLinear inputs: validation never lets them through.
 }
 
-void store(const DequantizeCall& c, void* y, int64_t first, int64_t count, const float* p) {
-  switch (c.y_type) {
-    case T::kFloat16:
-      for (int64_t i = 0; i < count; ++i) {
-        const uint16_t h = float_to_half(p[i]);
-        std::memcpy(static_cast<uint8_t*>(y) + (first + i) * 2, &h, 2);
-      }
-      return;
-    case T::kBFloat16:
-      for (int64_t i = 0; i < count; ++i) {
-        const uint16_t b = float_to_bfloat16(p[i]);
-        std::memcpy(static_cast<uint8_t*>(y) + (first + i) * 2, &b, 2);
-      }
-      return;
-    default:
-      std::memcpy(static_cast<uint8_t*>(y) + first * 4, p, static_cast<size_t>(count) * 4);
-      return;
+using DifferencesFn = void (*)(const DequantizeCall&, int64_t, int64_t, int64_t, int, float*);
+
+DifferencesFn differences_fn(T x) {
+  return visit_type(x, [](auto traits) -> DifferencesFn { return &differences<decltype(traits)>; });
+}
+
+/// Stores the products of elements [first, first + count) as y of type Y.
+template <class Y>
+void store(void* y, int64_t first, int64_t count, const float* p) {
+  if constexpr (Y::kKind == TypeKind::kMiniFloat && Y::kBits == 16) {
+    for (int64_t i = 0; i < count; ++i) {
+      const auto code = static_cast<uint16_t>(encode<typename Y::Format>(p[i], false));
+      std::memcpy(static_cast<uint8_t*>(y) + (first + i) * 2, &code, 2);
+    }
+  } else if constexpr (Y::kKind == TypeKind::kFloat && Y::kBits == 32) {
+    std::memcpy(static_cast<uint8_t*>(y) + first * 4, p, static_cast<size_t>(count) * 4);
   }
+  // Other types are not DequantizeLinear outputs: validation never lets them through.
+}
+
+using StoreFn = void (*)(void*, int64_t, int64_t, const float*);
+
+StoreFn store_fn(T y) {
+  return visit_type(y, [](auto traits) -> StoreFn { return &store<decltype(traits)>; });
 }
 
 }  // namespace
 
 void dequantize_scalar(const DequantizeCall& call, void* y, int64_t begin, int64_t end) {
+  const DifferencesFn compute = differences_fn(call.x_type);
+  const StoreFn store = store_fn(call.y_type);
   float d[kChunk];
   for_each_piece(call.plan, begin, end, kChunk, [&](int64_t first, int64_t count, int64_t param_index, int step) {
-    differences(call, first, count, param_index, step, d);
+    compute(call, first, count, param_index, step, d);
     float scale = static_cast<float>(load_real(call.scale, call.scale_type, param_index));
     for (int64_t i = 0; i < count; ++i) {
       if (step != 0) scale = static_cast<float>(load_real(call.scale, call.scale_type, param_index + i));
       d[i] = d[i] * scale;
     }
-    store(call, y, first, count, d);
+    store(y, first, count, d);
   });
 }
 

@@ -9,6 +9,7 @@
 #include "kernels/kernels.hpp"
 #include "kernels/params.hpp"
 #include "types/integer_types.hpp"
+#include "types/type_traits.hpp"
 
 namespace qdq::detail {
 namespace {
@@ -19,9 +20,10 @@ constexpr int64_t kChunk = 256;
 /// Rounds an exact value once to the division type P (returned exactly, as double).
 template <T P>
 double to_division_type(double v) {
-  if constexpr (P == T::kFloat) return static_cast<float>(v);
-  if constexpr (P == T::kFloat16) return round_to<Float16Format>(v);
-  if constexpr (P == T::kBFloat16) return round_to<BFloat16Format>(v);
+  using Traits = TypeTraits<P>;
+  static_assert(is_division_type(P));
+  if constexpr (Traits::kKind == TypeKind::kMiniFloat) return round_to<typename Traits::Format>(v);
+  if constexpr (Traits::kBits == 32) return static_cast<float>(v);
   return v;
 }
 
@@ -37,105 +39,91 @@ double divide(double a, double b) {
   }
 }
 
-template <T X>
-double load_x(const void* x, int64_t index) {
-  if constexpr (X == T::kFloat) return load_le<float>(x, index);
-  if constexpr (X == T::kFloat16) return half_to_float(load_le<uint16_t>(x, index));
-  if constexpr (X == T::kBFloat16) return bfloat16_to_float(load_le<uint16_t>(x, index));
-  if constexpr (X == T::kInt32) return load_le<int32_t>(x, index);
-  return 0.0;
-}
-
 template <T X, T P>
 void quotients(const QuantizeCall& c, int64_t first, int64_t count, int64_t param_index, int step, double* q) {
   double scale = to_division_type<P>(load_real(c.scale, c.scale_type, param_index));
   for (int64_t i = 0; i < count; ++i) {
     if (step != 0) scale = to_division_type<P>(load_real(c.scale, c.scale_type, param_index + i));
-    q[i] = divide<P>(to_division_type<P>(load_x<X>(c.x, first + i)), scale);
+    q[i] = divide<P>(to_division_type<P>(load_real_of<TypeTraits<X>>(c.x, first + i)), scale);
   }
 }
 
 using QuotientFn = void (*)(const QuantizeCall&, int64_t, int64_t, int64_t, int, double*);
 
-template <T X>
-QuotientFn quotient_fn_for(T p) {
-  switch (p) {
-    case T::kFloat16: return &quotients<X, T::kFloat16>;
-    case T::kBFloat16: return &quotients<X, T::kBFloat16>;
-    case T::kDouble: return &quotients<X, T::kDouble>;
-    default: return &quotients<X, T::kFloat>;
-  }
-}
-
+/// The quotient stage for x of type `x` divided in `p`; nullptr for pairs validation never lets
+/// through (x not a QuantizeLinear input, p not a division type).
 QuotientFn quotient_fn(T x, T p) {
-  switch (x) {
-    case T::kFloat16: return quotient_fn_for<T::kFloat16>(p);
-    case T::kBFloat16: return quotient_fn_for<T::kBFloat16>(p);
-    case T::kInt32: return quotient_fn_for<T::kInt32>(p);
-    default: return quotient_fn_for<T::kFloat>(p);
-  }
+  return visit_type(x, [&](auto x_traits) -> QuotientFn {
+    using X = decltype(x_traits);
+    if constexpr (X::kSince[static_cast<int>(TypeRole::kQuantizeX)] == 0) {
+      return nullptr;
+    } else {
+      return visit_type(p, [&](auto p_traits) -> QuotientFn {
+        if constexpr (is_division_type(decltype(p_traits)::value)) return &quotients<X::value, decltype(p_traits)::value>;
+        return nullptr;
+      });
+    }
+  });
 }
 
-/// Writes the output codes of elements [first, first + count) of y from their quotients.
-void store(const QuantizeCall& c, void* y, int64_t first, int64_t count, int64_t param_index, int step, const double* q) {
-  const T type = c.y_type;
-  const int bits = bit_width(type);
+/// Writes the output codes of elements [first, first + count) of y (type Y) from their quotients.
+template <class Y>
+void store_as(const QuantizeCall& c, void* y, int64_t first, int64_t count, int64_t param_index, int step, const double* q) {
+  constexpr int kBits = Y::kBits;
   uint8_t codes[kChunk];
-  switch (type) {
-    case T::kFloat8E4M3FN:
-      for (int64_t i = 0; i < count; ++i) codes[i] = static_cast<uint8_t>(encode<Float8E4M3FNFormat>(q[i], c.saturate));
-      break;
-    case T::kFloat8E4M3FNUZ:
-      for (int64_t i = 0; i < count; ++i) codes[i] = static_cast<uint8_t>(encode<Float8E4M3FNUZFormat>(q[i], c.saturate));
-      break;
-    case T::kFloat8E5M2:
-      for (int64_t i = 0; i < count; ++i) codes[i] = static_cast<uint8_t>(encode<Float8E5M2Format>(q[i], c.saturate));
-      break;
-    case T::kFloat8E5M2FNUZ:
-      for (int64_t i = 0; i < count; ++i) codes[i] = static_cast<uint8_t>(encode<Float8E5M2FNUZFormat>(q[i], c.saturate));
-      break;
-    case T::kFloat4E2M1:
-      for (int64_t i = 0; i < count; ++i) {
+  if constexpr (Y::kKind == TypeKind::kMiniFloat && kBits <= 8) {
+    using F = typename Y::Format;
+    for (int64_t i = 0; i < count; ++i) {
+      if constexpr (has_float_zero_point(Y::value)) {
         if (c.zero_point != nullptr) {
           // The zero point is added in float32, after rounding the quotient to float32.
-          const float zp = static_cast<float>(load_real(c.zero_point, T::kFloat4E2M1, param_index + i * step));
-          codes[i] = static_cast<uint8_t>(encode<Float4E2M1Format>(static_cast<float>(q[i]) + zp, true));
+          const float zp = static_cast<float>(load_real_of<Y>(c.zero_point, param_index + i * step));
+          codes[i] = static_cast<uint8_t>(encode<F>(static_cast<float>(q[i]) + zp, true));
         } else {
-          codes[i] = static_cast<uint8_t>(encode<Float4E2M1Format>(q[i], true));
+          codes[i] = static_cast<uint8_t>(encode<F>(q[i], true));
         }
+      } else {
+        codes[i] = static_cast<uint8_t>(encode<F>(q[i], c.saturate));
       }
-      break;
-    default: {
-      const double range_min = integer_min(type);
-      const double range_max = integer_max(type);
-      for (int64_t i = 0; i < count; ++i) {
-        double v;
-        if (std::isnan(q[i])) {
-          v = range_min;  // NaN has no integer: the type's minimum, whatever the zero point
-        } else {
-          v = std::nearbyint(q[i]);
-          if (c.zero_point != nullptr) v += static_cast<double>(load_integer(c.zero_point, c.zero_point_type, param_index + i * step));
-          v = std::clamp(v, range_min, range_max);
-        }
-        const auto value = static_cast<int32_t>(v);
-        if (bits == 16) {
-          const auto u = static_cast<uint16_t>(value);
-          std::memcpy(static_cast<uint8_t*>(y) + (first + i) * 2, &u, 2);
-        } else {
-          codes[i] = static_cast<uint8_t>(value);
-        }
-      }
-      if (bits == 16) return;
-      break;
     }
+  } else if constexpr (is_quantized_integer(Y::value)) {
+    const double range_min = integer_min(Y::value);
+    const double range_max = integer_max(Y::value);
+    for (int64_t i = 0; i < count; ++i) {
+      double v;
+      if (std::isnan(q[i])) {
+        v = range_min;  // NaN has no integer: the type's minimum, whatever the zero point
+      } else {
+        v = std::nearbyint(q[i]);
+        if (c.zero_point != nullptr) v += static_cast<double>(load_integer_of<Y>(c.zero_point, param_index + i * step));
+        v = std::clamp(v, range_min, range_max);
+      }
+      const auto value = static_cast<int32_t>(v);
+      if constexpr (kBits == 16) {
+        const auto u = static_cast<uint16_t>(value);
+        std::memcpy(static_cast<uint8_t*>(y) + (first + i) * 2, &u, 2);
+      } else {
+        codes[i] = static_cast<uint8_t>(value);
+      }
+    }
+    if constexpr (kBits == 16) return;
+  } else {
+    return;  // not a QuantizeLinear output: validation never lets it through
   }
-  pack_codes(codes, bits, first, count, static_cast<uint8_t*>(y), first + count == c.plan.elements);
+  pack_codes(codes, kBits, first, count, static_cast<uint8_t*>(y), first + count == c.plan.elements);
+}
+
+using StoreFn = void (*)(const QuantizeCall&, void*, int64_t, int64_t, int64_t, int, const double*);
+
+StoreFn store_fn(T y) {
+  return visit_type(y, [](auto traits) -> StoreFn { return &store_as<decltype(traits)>; });
 }
 
 }  // namespace
 
 void quantize_scalar(const QuantizeCall& call, void* y, int64_t begin, int64_t end) {
   const QuotientFn compute = quotient_fn(call.x_type, call.division_type);
+  const StoreFn store = store_fn(call.y_type);
   double q[kChunk];
   for_each_piece(call.plan, begin, end, kChunk, [&](int64_t first, int64_t count, int64_t param_index, int step) {
     compute(call, first, count, param_index, step, q);

@@ -1,52 +1,23 @@
-// Names, sizes and element counts of ONNX element types.
+// Names, sizes and element counts of ONNX element types (the facts come from types/data_types.inc).
 #include <array>
 #include <cctype>
 #include <string>
 
 #include "qdq/types.hpp"
+#include "types/type_traits.hpp"
 
 namespace qdq {
 namespace {
 
-struct TypeInfo {
-  DataType type;
-  const char* name;
-  int bits;
-};
+using detail::kLastDataType;
+using detail::type_info;
+using detail::TypeInfo;
 
-constexpr std::array<TypeInfo, 26> kTypes{{
-    {DataType::kFloat, "FLOAT", 32},
-    {DataType::kUint8, "UINT8", 8},
-    {DataType::kInt8, "INT8", 8},
-    {DataType::kUint16, "UINT16", 16},
-    {DataType::kInt16, "INT16", 16},
-    {DataType::kInt32, "INT32", 32},
-    {DataType::kInt64, "INT64", 64},
-    {DataType::kString, "STRING", 0},
-    {DataType::kBool, "BOOL", 8},
-    {DataType::kFloat16, "FLOAT16", 16},
-    {DataType::kDouble, "DOUBLE", 64},
-    {DataType::kUint32, "UINT32", 32},
-    {DataType::kUint64, "UINT64", 64},
-    {DataType::kComplex64, "COMPLEX64", 64},
-    {DataType::kComplex128, "COMPLEX128", 128},
-    {DataType::kBFloat16, "BFLOAT16", 16},
-    {DataType::kFloat8E4M3FN, "FLOAT8E4M3FN", 8},
-    {DataType::kFloat8E4M3FNUZ, "FLOAT8E4M3FNUZ", 8},
-    {DataType::kFloat8E5M2, "FLOAT8E5M2", 8},
-    {DataType::kFloat8E5M2FNUZ, "FLOAT8E5M2FNUZ", 8},
-    {DataType::kUint4, "UINT4", 4},
-    {DataType::kInt4, "INT4", 4},
-    {DataType::kFloat4E2M1, "FLOAT4E2M1", 4},
-    {DataType::kFloat8E8M0, "FLOAT8E8M0", 8},
-    {DataType::kUint2, "UINT2", 2},
-    {DataType::kInt2, "INT2", 2},
-}};
-
+/// The list's row of a type, or nullptr for kUndefined and numbers outside the list.
 const TypeInfo* find(DataType type) {
   const auto v = static_cast<int32_t>(type);
-  if (v < 1 || v > 26) return nullptr;
-  return &kTypes[static_cast<size_t>(v - 1)];
+  if (v < 1 || v > kLastDataType) return nullptr;
+  return &type_info(type);
 }
 
 }  // namespace
@@ -63,13 +34,13 @@ std::optional<DataType> parse_data_type(std::string_view name) {
   for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
   if (upper == "FLOAT32") upper = "FLOAT";
   if (upper == "FLOAT64") upper = "DOUBLE";
-  for (const TypeInfo& info : kTypes) {
+  for (const TypeInfo& info : detail::kTypeInfos) {
     if (upper == info.name) return info.type;
   }
   return std::nullopt;
 }
 
-bool is_known_data_type(int32_t value) noexcept { return value >= 1 && value <= 26; }
+bool is_known_data_type(int32_t value) noexcept { return value >= 1 && value <= kLastDataType; }
 
 int bit_width(DataType type) noexcept {
   const TypeInfo* info = find(type);

@@ -1,6 +1,8 @@
-// The one place that knows how ONNX packs 4-bit and 2-bit elements: element k of a tensor lives in
-// byte k·bits/8, at bit (k·bits) mod 8, first element in the low bits; a partial last byte is padded
-// with zero bits. Kernels work on unpacked codes (one per byte) and call these at the edges.
+// The definition of how ONNX packs 4-bit and 2-bit elements, and its scalar form: element k of a
+// tensor lives in byte k·bits/8, at bit (k·bits) mod 8, first element in the low bits; a partial last
+// byte is padded with zero bits. Kernels work on unpacked codes (one per byte) and call these at the
+// edges. The vector forms are all in kernels/simd/pack-inl.h and the whole-tensor loops in
+// packing_bulk.hpp; tests/unit/simd_helpers_test.cc checks the vector forms against these.
 #pragma once
 
 #include <cstddef>

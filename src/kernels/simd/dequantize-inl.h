@@ -1,21 +1,43 @@
-// Vectorised DequantizeLinear kernels, compiled once per Highway target. Each equals
+// Vectorised DequantizeLinear kernels, compiled once per Highway target by each dequantize_<family>.cc
+// (one small unit per input family; the kernels are listed in dequantize_kernels.inc). Each equals
 // dequantize_scalar bit for bit: x − zero point exactly (int32; |difference| < 2^17 so its float32
 // conversion is exact) or in float32 (FLOAT4E2M1), one float32 product with the scale, one rounding
 // to the output type with the same encoder as the scalar kernel.
-#include "kernels/simd/config.h"
-
-#undef HWY_TARGET_INCLUDE
-#define HWY_TARGET_INCLUDE "kernels/simd/dequantize.cc"
-#include "hwy/foreach_target.h"  // IWYU pragma: keep
+//
+// Granularity → path. Every path ends in the one loop, DequantizeLoop, which takes its parameters from
+// BroadcastParams, ExpandedView or InPlaceParams (params-inl.h):
+//   per-tensor; per-axis with    chunks of kChunk; one BroadcastParams run per segment (DequantizeRun)
+//   inner >= 256
+//   blocked along the last axis, pieces of whole blocks, parameters loaded a vector at a time, one
+//   blocks tiling rows of whole  BroadcastParams run per block (DequantizeUniformBlocks)
+//   groups (UniformBlocks)
+//   other blocked; per-axis      chunks of kChunk: long float32 segments stepping by one read their
+//   with inner < 256             parameters in place (InPlaceParams), the rest of the chunk is
+//                                expanded per element first (ExpandedView)
+// 2/4-bit x is unpacked a chunk (or piece) at a time into a code buffer first (pack-inl.h).
+//
+// Included once per Highway target (foreach_target.h), hence the toggle guard instead of #pragma once.
+#if defined(QDQ_SIMD_DEQUANTIZE_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef QDQ_SIMD_DEQUANTIZE_INL_H_
+#undef QDQ_SIMD_DEQUANTIZE_INL_H_
+#else
+#define QDQ_SIMD_DEQUANTIZE_INL_H_
+#endif
 
 #include <algorithm>
+#include <cstdint>
 
 #include "hwy/highway.h"
 #include "kernels/kernels.hpp"
 #include "kernels/params.hpp"
+#include "kernels/simd/convert-inl.h"
+#include "kernels/simd/families.hpp"
+#include "kernels/simd/load_store-inl.h"
+#include "kernels/simd/pack-inl.h"
+#include "kernels/simd/params-inl.h"
+#include "kernels/simd/vectors-inl.h"
 #include "types/integer_types.hpp"
-#include "kernels/simd/common-inl.h"
-#include "kernels/simd/simd_kernels.hpp"
+#include "types/type_traits.hpp"
 
 HWY_BEFORE_NAMESPACE();
 namespace qdq::detail::simd {
@@ -29,20 +51,11 @@ constexpr int InBits(T x) { return quantized_bits(x); }
 constexpr bool IsIntegerIn(T x) { return is_quantized_integer(x); }
 constexpr bool IsSignedIn(T x) { return is_signed_quantized_integer(x); }
 
-/// Scales [index, index + n) of type S as float32 (exact for every scale type covered).
-template <T S>
-HWY_INLINE VF LoadScale(const void* scale, int64_t index, size_t n) {
-  if constexpr (S == T::kFloat8E8M0) return LoadE8M0(scale, index, n);
-  return LoadFloat<S>(scale, index, n);
-}
-
+/// Codes of a narrow float x (a MiniFloat of at most 8 bits) as float32, exactly.
 template <T X>
 HWY_INLINE VF DecodeX(VU codes) {
-  if constexpr (X == T::kFloat8E4M3FN) return DecodeF<Float8E4M3FNFormat>(codes);
-  if constexpr (X == T::kFloat8E4M3FNUZ) return DecodeF<Float8E4M3FNUZFormat>(codes);
-  if constexpr (X == T::kFloat8E5M2) return DecodeF<Float8E5M2Format>(codes);
-  if constexpr (X == T::kFloat8E5M2FNUZ) return DecodeF<Float8E5M2FNUZFormat>(codes);
-  return DecodeF<Float4E2M1Format>(codes);
+  static_assert(TypeTraits<X>::kKind == TypeKind::kMiniFloat && TypeTraits<X>::kBits <= 8);
+  return DecodeF<typename TypeTraits<X>::Format>(codes);
 }
 
 /// A scale as the kernels multiply by it. For bfloat16 outputs a NaN scale gets its quiet bit and
@@ -90,7 +103,7 @@ HWY_INLINE void DequantizeLoop(const DequantizeCall& c, const void* src, int64_t
       return hn::ConvertTo(df, hn::Sub(LoadInt<kBits, IsSignedIn(X)>(src, src_index + k, n), zero_point(k, n)));
     } else {
       const VF d = DecodeX<X>(LoadCodes(static_cast<const uint8_t*>(src) + src_index + k, n));
-      if constexpr (X == T::kFloat4E2M1) return has_zp ? hn::Sub(d, float_zero_point(k, n)) : d;
+      if constexpr (has_float_zero_point(X)) return has_zp ? hn::Sub(d, float_zero_point(k, n)) : d;
       return d;
     }
   };
@@ -141,7 +154,7 @@ HWY_INLINE void DequantizeRun(const DequantizeCall& c, const void* src, int64_t 
   VF zpf = hn::Zero(df);
   if (has_zp) {
     if constexpr (IsIntegerIn(X)) zp = hn::Set(di, static_cast<int32_t>(load_integer(c.zero_point, c.zero_point_type, param)));
-    if constexpr (X == T::kFloat4E2M1) zpf = hn::Set(df, static_cast<float>(load_real(c.zero_point, T::kFloat4E2M1, param)));
+    if constexpr (has_float_zero_point(X)) zpf = hn::Set(df, static_cast<float>(load_real(c.zero_point, X, param)));
   }
   DequantizeRunWith<X, Y>(c, src, src_index, first, count,
                           ScaleForOutput<Y>(hn::Set(df, static_cast<float>(load_real(c.scale, c.scale_type, param)))), zp, zpf, y);
@@ -157,9 +170,11 @@ HWY_INLINE void LoadDequantizeParams(const DequantizeCall& c, int64_t first, int
   constexpr int kBits = InBits(X);
   const bool has_zp = c.zero_point != nullptr;
   HWY_ALIGN uint8_t zp_codes[kBits < 8 ? ExpandedParams::kSize : 1];
-  if (kBits < 8 && has_zp) UnpackCodes(static_cast<const uint8_t*>(c.zero_point), kBits, first, count, zp_codes);
+  if constexpr (kBits < 8) {
+    if (has_zp) UnpackCodes<kBits>(static_cast<const uint8_t*>(c.zero_point), first, count, zp_codes);
+  }
   WithScaleType(c.scale_type, [&](auto scale_type) {
-    ForEachVector(count, [&](int64_t k, size_t n) { hn::StoreU(ScaleForOutput<Y>(LoadScale<decltype(scale_type)::value>(c.scale, first + k, n)), df, scale + k); });
+    ForEachVector(count, [&](int64_t k, size_t n) { hn::StoreU(ScaleForOutput<Y>(LoadScaleAsFloat<decltype(scale_type)::value>(c.scale, first + k, n)), df, scale + k); });
   });
   if constexpr (IsIntegerIn(X)) {
     if (!has_zp) {
@@ -170,9 +185,9 @@ HWY_INLINE void LoadDequantizeParams(const DequantizeCall& c, int64_t first, int
       ForEachVector(count, [&](int64_t k, size_t n) { hn::StoreU(LoadInt<kBits, IsSignedIn(X)>(c.zero_point, first + k, n), di, zero_point + k); });
     }
   }
-  if constexpr (X == T::kFloat4E2M1) {
+  if constexpr (has_float_zero_point(X)) {
     ForEachVector(count, [&](int64_t k, size_t n) {
-      hn::StoreU(has_zp ? DecodeF<Float4E2M1Format>(LoadCodes(zp_codes + k, n)) : hn::Zero(df), df, float_zero_point + k);
+      hn::StoreU(has_zp ? DecodeX<X>(LoadCodes(zp_codes + k, n)) : hn::Zero(df), df, float_zero_point + k);
     });
   }
 }
@@ -196,11 +211,11 @@ HWY_INLINE void DequantizeExpanded(const DequantizeCall& c, const void* src, int
 template <T X, T Y>
 HWY_INLINE void DequantizeInPlace(const DequantizeCall& c, const void* src, int64_t src_index, int64_t first, int64_t count,
                                   int64_t param, void* y) {
-  const bool zp_used = IsIntegerIn(X) || X == T::kFloat4E2M1;
+  const bool zp_used = IsIntegerIn(X) || has_float_zero_point(X);
   const InPlaceParams<InBits(X), IsSignedIn(X)> p(c.scale, zp_used ? c.zero_point : nullptr, param, count);
   DequantizeLoop<X, Y>(
       c, src, src_index, first, count, y, [&](int64_t k, size_t n) { return ScaleForOutput<Y>(p.Scale(k, n)); },
-      [&](int64_t k, size_t n) { return p.ZeroPoint(k, n); }, [&](int64_t k, size_t n) { return p.Float4ZeroPoint(k, n); });
+      [&](int64_t k, size_t n) { return p.ZeroPoint(k, n); }, [&](int64_t k, size_t n) { return p.FloatZeroPoint(k, n); });
 }
 
 /// Elements [begin, end) (begin a multiple of 4) of any plan, chunk by chunk.
@@ -221,7 +236,7 @@ HWY_INLINE void DequantizeGeneral(const DequantizeCall& c, void* y, int64_t begi
       const int64_t count = chunk_end - chunk;
       const int64_t whole = count / per_byte;
       const auto* packed = static_cast<const uint8_t*>(c.x);
-      UnpackWholeBytes(packed + chunk / per_byte, kBits, whole, codes);
+      UnpackWholeBytes<kBits>(packed + chunk / per_byte, whole, codes);
       if (whole * per_byte < count) {
         unpack_codes(packed, kBits, chunk + whole * per_byte, count - whole * per_byte, codes + whole * per_byte);
       }
@@ -237,7 +252,7 @@ HWY_INLINE void DequantizeGeneral(const DequantizeCall& c, void* y, int64_t begi
         }
       });
       if (position == chunk_end) continue;
-      ExpandParams<IsIntegerIn(X), X == T::kFloat4E2M1>(cursor, position, chunk_end, storage,
+      ExpandParams<IsIntegerIn(X), has_float_zero_point(X)>(cursor, position, chunk_end, storage,
                                                          [&](int64_t first, int64_t count, float* scale, int32_t* zp, float* zpf) {
                                                            LoadDequantizeParams<X, Y>(c, first, count, scale, zp, zpf);
                                                          });
@@ -282,7 +297,7 @@ HWY_INLINE void DequantizeUniformBlocks(const DequantizeCall& c, void* y, int64_
     if constexpr (kBits < 8) {
       // Pieces start and end on multiples of 4 elements: whole bytes.
       const int per_byte = 8 / kBits;
-      UnpackWholeBytes(static_cast<const uint8_t*>(c.x) + piece / per_byte, kBits, (piece_end - piece) / per_byte, codes);
+      UnpackWholeBytes<kBits>(static_cast<const uint8_t*>(c.x) + piece / per_byte, (piece_end - piece) / per_byte, codes);
       src = codes;
       src_base = piece;
     }
@@ -292,7 +307,7 @@ HWY_INLINE void DequantizeUniformBlocks(const DequantizeCall& c, void* y, int64_
       VI zp = hn::Zero(di);
       VF zpf = hn::Zero(df);
       if constexpr (IsIntegerIn(X)) zp = hn::Set(di, params.zero_point[k]);
-      if constexpr (X == T::kFloat4E2M1) zpf = hn::Set(df, params.float_zero_point[k]);
+      if constexpr (has_float_zero_point(X)) zpf = hn::Set(df, params.float_zero_point[k]);
       DequantizeRunWith<X, Y>(c, src, from - src_base, from, to - from, hn::Set(df, params.scale[k]), zp, zpf, y);
     }
   }
@@ -313,57 +328,26 @@ void DequantizeKernelT(const DequantizeCall& c, void* y, int64_t begin, int64_t 
   DequantizeGeneral<X, Y>(c, y, begin, end);
 }
 
-template <T X>
-DequantizeKernel ChooseForY(T y) {
-  switch (y) {
-    case T::kFloat: return &DequantizeKernelT<X, T::kFloat>;
-    case T::kFloat16: return &DequantizeKernelT<X, T::kFloat16>;
-    case T::kBFloat16: return &DequantizeKernelT<X, T::kBFloat16>;
-    default: return nullptr;
+/// The kernel of family kFamily for the call, or nullptr where dequantize_kernels.inc lists none for
+/// its (x, y) in this family or the vector kernels do not read its parameters.
+template <DequantizeFamily kFamily>
+DequantizeKernel ChooseDequantize(const DequantizeCall& c) {
+  if (!IsVectorScaleType(c.scale_type)) return nullptr;
+  const bool zero_point_used = IsIntegerIn(c.x_type) || has_float_zero_point(c.x_type);
+  if (c.zero_point != nullptr && zero_point_used && c.zero_point_type != c.x_type) return nullptr;
+#define QDQ_DEQUANTIZE_KERNEL(FAMILY, X, Y)                                                    \
+  if constexpr (kFamily == DequantizeFamily::k##FAMILY) {                                      \
+    if (c.x_type == T::X && c.y_type == T::Y) return &DequantizeKernelT<T::X, T::Y>;           \
   }
+#include "kernels/simd/dequantize_kernels.inc"
+#undef QDQ_DEQUANTIZE_KERNEL
+  return nullptr;
 }
 
 }  // namespace
-
-DequantizeKernel ChooseDequantize(const DequantizeCall& c) {
-  if (c.scale_type != T::kFloat && c.scale_type != T::kFloat16 && c.scale_type != T::kBFloat16 &&
-      c.scale_type != T::kFloat8E8M0) {
-    return nullptr;
-  }
-  const bool zero_point_used = IsIntegerIn(c.x_type) || c.x_type == T::kFloat4E2M1;
-  if (c.zero_point != nullptr && zero_point_used && c.zero_point_type != c.x_type) return nullptr;
-  switch (c.x_type) {
-    case T::kUint8: return ChooseForY<T::kUint8>(c.y_type);
-    case T::kInt8: return ChooseForY<T::kInt8>(c.y_type);
-    case T::kUint16: return ChooseForY<T::kUint16>(c.y_type);
-    case T::kInt16: return ChooseForY<T::kInt16>(c.y_type);
-    case T::kUint4: return ChooseForY<T::kUint4>(c.y_type);
-    case T::kInt4: return ChooseForY<T::kInt4>(c.y_type);
-    case T::kUint2: return ChooseForY<T::kUint2>(c.y_type);
-    case T::kInt2: return ChooseForY<T::kInt2>(c.y_type);
-    case T::kFloat8E4M3FN: return ChooseForY<T::kFloat8E4M3FN>(c.y_type);
-    case T::kFloat8E4M3FNUZ: return ChooseForY<T::kFloat8E4M3FNUZ>(c.y_type);
-    case T::kFloat8E5M2: return ChooseForY<T::kFloat8E5M2>(c.y_type);
-    case T::kFloat8E5M2FNUZ: return ChooseForY<T::kFloat8E5M2FNUZ>(c.y_type);
-    case T::kFloat4E2M1: return ChooseForY<T::kFloat4E2M1>(c.y_type);
-    default: return nullptr;
-  }
-}
-
-#else
-DequantizeKernel ChooseDequantize(const DequantizeCall&) { return nullptr; }
 #endif  // QDQ_SIMD_HAS_KERNELS
 }  // namespace HWY_NAMESPACE
 }  // namespace qdq::detail::simd
 HWY_AFTER_NAMESPACE();
 
-#if HWY_ONCE
-namespace qdq::detail::simd {
-
-DequantizeKernel dequantize_kernel_for_target(int64_t target, const DequantizeCall& call) {
-  DequantizeKernel (*const choose)(const DequantizeCall&) = QDQ_SIMD_CHOOSE(target, ChooseDequantize);
-  return choose == nullptr ? nullptr : choose(call);
-}
-
-}  // namespace qdq::detail::simd
-#endif
+#endif  // QDQ_SIMD_DEQUANTIZE_INL_H_

@@ -1,0 +1,318 @@
+// Exact conversions between float32 lanes and qdq's narrow float formats, bit-identical to
+// types/float_formats.hpp's encode/decode (tests/unit/simd_helpers_test.cc checks every target).
+//
+// Included once per Highway target (foreach_target.h), hence the toggle guard instead of #pragma once.
+#if defined(QDQ_SIMD_CONVERT_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef QDQ_SIMD_CONVERT_INL_H_
+#undef QDQ_SIMD_CONVERT_INL_H_
+#else
+#define QDQ_SIMD_CONVERT_INL_H_
+#endif
+
+#include <cstdint>
+#include <type_traits>
+
+#include "hwy/highway.h"
+#include "kernels/simd/vectors-inl.h"
+#include "types/float_formats.hpp"
+
+HWY_BEFORE_NAMESPACE();
+namespace qdq::detail::simd {
+namespace HWY_NAMESPACE {
+#if QDQ_SIMD_HAS_KERNELS
+
+// ---------------------------------------------------------------------------------------------
+// Minifloat conversions. F is one of the MiniFloat formats of types/float_formats.hpp.
+
+/// EncodeF for the 8- and 4-bit formats (the float8 types, FLOAT4E2M1), in fewer operations than
+/// the general form below: saturation clamps the finite magnitude before rounding (a NaN compares
+/// false and stays NaN); overflow, ±inf and NaN then all produce codes above the largest finite one,
+/// sorted out by one unsigned minimum and, per format, a select; codes below the smallest normal come
+/// from the FPU's own round-to-nearest-even of |v| + 2^k, where 2^k has the format's subnormal
+/// spacing as its ulp.
+template <class F>
+HWY_INLINE VU EncodeNarrow(VF v, bool saturate) {
+  static_assert(F::kBits <= 8);
+  const DF df;
+  const DI di;
+  const DU du;
+  constexpr int kM = F::kManBits;
+  constexpr int kS = 23 - kM;
+  constexpr bool kSaturateAlways = F::kSpecials == SpecialValues::kNone;
+  const VU bits = hn::BitCast(du, v);
+  const VU sign = hn::ShiftRight<31 - F::kExpBits - kM>(hn::And(bits, hn::Set(du, 0x80000000u)));
+  VU mag = hn::And(bits, hn::Set(du, 0x7FFFFFFFu));
+  if (saturate || kSaturateAlways) {
+    // The largest finite value, as float32 bits: exponent and mantissa of kMaxCode, rebiased.
+    constexpr uint32_t kMaxBits = ((F::kMaxCode >> kM) + 127 - F::kBias) << 23 | (F::kMaxCode & F::kManMask) << kS;
+    const VF max = hn::BitCast(df, hn::Set(du, kMaxBits));
+    const VF magnitude = hn::BitCast(df, mag);
+    auto over = hn::Gt(magnitude, max);
+    if constexpr (F::kSpecials == SpecialValues::kFnuz) {
+      // ±inf becomes the NaN even when saturating: only finite magnitudes are clamped.
+      over = hn::And(over, hn::RebindMask(df, hn::Lt(hn::BitCast(di, mag), hn::Set(di, 0x7F800000))));
+    }
+    mag = hn::BitCast(du, hn::IfThenElse(over, max, magnitude));
+  }
+  const VU odd = hn::And(hn::ShiftRight<kS>(mag), hn::Set(du, 1u));
+  const VU rounded = hn::Add(mag, hn::Add(hn::Set(du, (1u << (kS - 1)) - 1u), odd));
+  VU code = hn::Sub(hn::ShiftRight<kS>(rounded), hn::Set(du, static_cast<uint32_t>(127 - F::kBias) << kM));
+  // Below the smallest normal (the normal code above wraps around there): spacing 2^(1 - bias - M).
+  const VF magic = hn::BitCast(df, hn::Set(du, static_cast<uint32_t>(127 + 1 - F::kBias - kM + 23) << 23));
+  const VU tiny_code = hn::Sub(hn::BitCast(du, hn::Add(hn::BitCast(df, mag), magic)), hn::BitCast(du, magic));
+  const auto tiny = hn::Lt(hn::BitCast(di, mag), hn::Set(di, static_cast<int32_t>(127 + 1 - F::kBias) << 23));
+  code = hn::IfThenElse(hn::RebindMask(du, tiny), tiny_code, code);
+  if constexpr (F::kSpecials == SpecialValues::kFn) {
+    // Overflow (not saturating), ±inf and NaN: the NaN S.1111.111.
+    return hn::Or(hn::Min(code, hn::Set(du, F::kMagnitudeMask)), sign);
+  } else if constexpr (F::kSpecials == SpecialValues::kIeee) {
+    // Overflow (not saturating) and ±inf: ±inf; NaN: the quiet NaN.
+    const auto is_nan = hn::Gt(hn::BitCast(di, mag), hn::Set(di, 0x7F800000));
+    code = hn::IfThenElse(hn::RebindMask(du, is_nan), hn::Set(du, nan_code<F>(false)), hn::Min(code, hn::Set(du, F::kExpFieldMax << kM)));
+    return hn::Or(code, sign);
+  } else if constexpr (F::kSpecials == SpecialValues::kFnuz) {
+    // Overflow (not saturating), ±inf and NaN: the unsigned NaN 0x80; zero has no sign.
+    code = hn::Min(code, hn::Set(du, F::kSignBit));
+    const auto unsigned_code = hn::Or(hn::Eq(code, hn::Set(du, F::kSignBit)), hn::Eq(code, hn::Zero(du)));
+    return hn::IfThenElse(unsigned_code, code, hn::Or(code, sign));
+  } else {
+    // FLOAT4E2M1 (clamped above, so only a NaN passes the largest code): NaN is +6, unsigned.
+    const auto is_nan = hn::Gt(code, hn::Set(du, F::kMaxCode));
+    return hn::IfThenElse(is_nan, hn::Set(du, F::kMaxCode), hn::Or(code, sign));
+  }
+}
+
+/// EncodeF for float16 and bfloat16 (IEEE specials; NaNs keep their top payload bits).
+template <class F>
+HWY_INLINE VU EncodeWide(VF v, bool saturate) {
+  static_assert(F::kBits == 16 && F::kSpecials == SpecialValues::kIeee);
+  const DF df;
+  const DI di;
+  const DU du;
+  constexpr int kM = F::kManBits;
+  constexpr int kS = 23 - kM;  // float32 mantissa bits dropped
+  const VU bits = hn::BitCast(du, v);
+  const VU mag = hn::And(bits, hn::Set(du, 0x7FFFFFFFu));
+  const VI mag_i = hn::BitCast(di, mag);
+
+  // Normal range of F: round the float32 bits to nearest even at bit kS (a carry moves into the
+  // exponent, which is the correct next binade), then rebias the exponent.
+  const VU odd = hn::And(hn::ShiftRight<kS>(mag), hn::Set(du, 1u));
+  const VU rounded = hn::Add(mag, hn::Add(hn::Set(du, (1u << (kS - 1)) - 1u), odd));
+  VI code = hn::BitCast(di, hn::Sub(hn::ShiftRight<kS>(rounded), hn::Set(du, static_cast<uint32_t>(127 - F::kBias) << kM)));
+  if constexpr (F::kBias != 127) {
+    // Below F's smallest normal: the code is |v| / 2^(1 - bias - M) rounded to an integer (RNE); the
+    // scaling by a power of two is exact, and a result of 2^M is the smallest normal's code.
+    const auto tiny = hn::Lt(mag_i, hn::Set(di, static_cast<int32_t>(127 + 1 - F::kBias) << 23));
+    const VF scaled = hn::Mul(hn::BitCast(df, mag), hn::Set(df, static_cast<float>(1ll << (F::kBias - 1 + kM))));
+    code = hn::IfThenElse(tiny, hn::ConvertTo(di, hn::Round(scaled)), code);
+  }
+  // (bfloat16 shares float32's exponent range: the rounding above is right for subnormals too.)
+
+  const VI max_code = hn::Set(di, static_cast<int32_t>(F::kMaxCode));
+  const auto overflow = hn::Gt(code, max_code);
+  const auto is_inf = hn::Eq(mag_i, hn::Set(di, 0x7F800000));
+  const auto is_nan = hn::Gt(mag_i, hn::Set(di, 0x7F800000));
+  const VU sign = hn::ShiftRight<31 - F::kExpBits - kM>(hn::And(bits, hn::Set(du, 0x80000000u)));
+  const VI inf_code = hn::Set(di, static_cast<int32_t>(F::kExpFieldMax << kM));
+  code = hn::IfThenElse(hn::Or(overflow, is_inf), saturate ? max_code : inf_code, code);
+  // NaNs keep the top payload bits (bfloat16 forced quiet; never a zero payload).
+  VI top = hn::BitCast(di, hn::ShiftRight<kS>(hn::And(mag, hn::Set(du, 0x007FFFFFu))));
+  if constexpr (F::kExpBits == 8) top = hn::Or(top, hn::Set(di, 1 << (kM - 1)));
+  top = hn::Max(top, hn::Set(di, 1));
+  code = hn::IfThenElse(is_nan, hn::Or(top, inf_code), code);
+  return hn::Or(hn::BitCast(du, code), sign);
+}
+
+/// Encodes each lane of `v` (float32) into format F: exactly encode<F>(float, saturate), lane-wise.
+/// Returns the codes in the low bits of u32 lanes.
+template <class F>
+HWY_INLINE VU EncodeF(VF v, bool saturate) {
+  if constexpr (F::kBits <= 8) {
+    return EncodeNarrow<F>(v, saturate);
+  } else {
+    return EncodeWide<F>(v, saturate);
+  }
+}
+
+/// Decodes codes of format F (low bits of u32 lanes, higher bits ignored) to float32, exactly as
+/// decode<F> does, NaN payloads included.
+template <class F>
+HWY_INLINE VF DecodeF(VU code) {
+  const DF df;
+  const DI di;
+  const DU du;
+  constexpr int kM = F::kManBits;
+  code = hn::And(code, hn::Set(du, (F::kSignBit << 1) - 1u));
+  const VU sign = hn::ShiftLeft<31 - F::kExpBits - kM>(hn::And(code, hn::Set(du, F::kSignBit)));
+  const VU magc = hn::And(code, hn::Set(du, F::kMagnitudeMask));
+  const VU man = hn::And(code, hn::Set(du, F::kManMask));
+  VU out;
+  if constexpr (F::kExpBits == 8) {
+    out = hn::ShiftLeft<23 - kM>(magc);
+  } else {
+    const VU normal = hn::Add(hn::ShiftLeft<23 - kM>(magc), hn::Set(du, static_cast<uint32_t>(127 - F::kBias) << 23));
+    // Subnormal codes: man · 2^(1 − bias − M), computed from normal float32 numbers only.
+    const VF sub = hn::Mul(hn::ConvertTo(df, hn::BitCast(di, man)),
+                           hn::BitCast(df, hn::Set(du, static_cast<uint32_t>(127 + 1 - F::kBias - kM) << 23)));
+    const auto is_sub = hn::RebindMask(du, hn::Lt(hn::BitCast(di, magc), hn::Set(di, 1 << kM)));
+    out = hn::IfThenElse(is_sub, hn::BitCast(du, sub), normal);
+  }
+  if constexpr (F::kSpecials == SpecialValues::kIeee) {
+    const auto special = hn::RebindMask(du, hn::Gt(hn::BitCast(di, magc), hn::Set(di, static_cast<int32_t>(F::kExpFieldMax << kM) - 1)));
+    const auto has_man = hn::RebindMask(du, hn::Gt(hn::BitCast(di, man), hn::Zero(di)));
+    // float16/bfloat16 NaNs keep their payload (made quiet); float8 NaNs decode to the default NaN.
+    const VU quiet = hn::IfThenElseZero(has_man, hn::Set(du, 0x00400000u));
+    const VU payload = F::kBits == 16 ? hn::ShiftLeft<23 - kM>(man) : hn::Zero(du);
+    const VU inf_nan = hn::Or(hn::Set(du, 0x7F800000u), hn::Or(payload, quiet));
+    out = hn::IfThenElse(special, inf_nan, out);
+  } else if constexpr (F::kSpecials == SpecialValues::kFn) {
+    const auto nan = hn::RebindMask(du, hn::Eq(hn::BitCast(di, magc), hn::Set(di, static_cast<int32_t>(F::kMagnitudeMask))));
+    out = hn::IfThenElse(nan, hn::Set(du, 0x7FC00000u), out);
+  } else if constexpr (F::kSpecials == SpecialValues::kFnuz) {
+    // 0x80 (sign bit, zero magnitude) is the NaN: the negative quiet NaN.
+    const auto nan = hn::RebindMask(du, hn::Eq(hn::BitCast(di, code), hn::Set(di, static_cast<int32_t>(F::kSignBit))));
+    out = hn::IfThenElse(nan, hn::Set(du, 0x7FC00000u), out);
+  }
+  return hn::BitCast(df, hn::Or(out, sign));
+}
+
+/// Each lane rounded to an int32 in the current rounding mode (nearest even unless the caller
+/// changed it, as for the division itself), for lanes known to lie within ±2^31: the bare
+/// conversion instruction, without the out-of-range fix-up of Highway's NearestInt.
+HWY_INLINE VI NearestIntInRange(VF v) {
+#if HWY_TARGET == HWY_AVX3
+  return VI{_mm512_cvtps_epi32(v.raw)};
+#elif HWY_TARGET == HWY_AVX2
+  return VI{_mm256_cvtps_epi32(v.raw)};
+#elif HWY_TARGET == HWY_SSE4
+  return VI{_mm_cvtps_epi32(v.raw)};
+#else
+  return hn::NearestInt(v);
+#endif
+}
+
+
+// ---------------------------------------------------------------------------------------------
+// float16 and bfloat16, the formats on the hot paths of 16-bit inputs and outputs. They get shorter
+// exact forms than the general MiniFloat code above: F16C instructions where the target has them
+// (Highway's AVX2 and AVX3 targets require F16C), and bit arithmetic for bfloat16, which shares
+// float32's exponent. Both give exactly DecodeF/EncodeF<F>(v, false) on every input they receive:
+// - VCVTPH2PS is exact and, like decode<Float16Format>, makes a NaN quiet and keeps its payload;
+// - VCVTPS2PH (immediate 0: round to nearest even, not MXCSR's mode) rounds like encode<Float16Format>
+//   and keeps a NaN's top payload bits; it also sets the quiet bit, which encode does not do for a
+//   signalling NaN. Encoders here only ever see the results of arithmetic (quotients and products),
+//   which are never signalling NaNs, and for a quiet NaN the two agree. The unit tests compare
+//   every float16/bfloat16 code and every float32 high-bit pattern with the scalar encoder.
+#undef QDQ_SIMD_F16C
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2
+#define QDQ_SIMD_F16C 1
+#else
+#define QDQ_SIMD_F16C 0
+#endif
+
+/// Lanes [0, n) of float16 (F = Float16Format) or bfloat16 codes at p as exact float32, NaNs quiet.
+template <class F>
+HWY_INLINE VF LoadHalf(const uint16_t* p, size_t n) {
+  const DF df;
+  if constexpr (std::is_same_v<F, BFloat16Format>) {
+    const DU du;
+    const DI di;
+    const hn::Rebind<uint16_t, DF> d16;
+    const VU bits = hn::ShiftLeft<16>(hn::PromoteTo(du, LoadPartial(d16, p, n)));
+    const auto nan = hn::RebindMask(du, hn::Gt(hn::BitCast(di, hn::And(bits, hn::Set(du, 0x7FFFFFFFu))), hn::Set(di, 0x7F800000)));
+    return hn::BitCast(df, hn::Or(bits, hn::IfThenElseZero(nan, hn::Set(du, 0x00400000u))));
+  } else {
+#if QDQ_SIMD_F16C
+    const hn::Rebind<hwy::float16_t, DF> dh;
+    return hn::PromoteTo(df, LoadPartial(dh, reinterpret_cast<const hwy::float16_t*>(p), n));
+#else
+    const hn::Rebind<uint16_t, DF> d16;
+    return DecodeF<F>(hn::PromoteTo(DU(), LoadPartial(d16, p, n)));
+#endif
+  }
+}
+
+/// The float32 bits of v rounded to nearest even at bit 16: the high half is v's bfloat16 code, the
+/// low half is left over. Right for every v that is not a NaN (a carry moves into the exponent, up to
+/// ±inf, never into the sign). A NaN whose low 16 bits are zero — the result of any arithmetic on
+/// NaNs that came from bfloat16 or float8 codes, and the default NaN — keeps its high half, which is
+/// then its quiet bfloat16 code; other NaNs may come out as ±inf or the other sign's NaN, so callers
+/// either know their NaNs are of that kind or do not care about the result for NaN lanes.
+HWY_INLINE VU RoundBitsToBF16(VF v) {
+  const DU du;
+  const VU bits = hn::BitCast(du, v);
+  const VU odd = hn::And(hn::ShiftRight<16>(bits), hn::Set(du, 1u));
+  return hn::Add(bits, hn::Add(hn::Set(du, 0x7FFFu), odd));
+}
+
+/// The float16/bfloat16 codes of v (round to nearest even, overflow to ±inf), in the low 16 bits of
+/// u32 lanes: EncodeF<F>(v, false) for every v that is not a signalling NaN.
+template <class F>
+HWY_INLINE VU EncodeHalf(VF v) {
+  const DU du;
+  if constexpr (std::is_same_v<F, BFloat16Format>) {
+    const DI di;
+    const VU bits = hn::BitCast(du, v);
+    const VU rounded = hn::ShiftRight<16>(RoundBitsToBF16(v));
+    const auto nan = hn::RebindMask(du, hn::Gt(hn::BitCast(di, hn::And(bits, hn::Set(du, 0x7FFFFFFFu))), hn::Set(di, 0x7F800000)));
+    return hn::IfThenElse(nan, hn::Or(hn::ShiftRight<16>(bits), hn::Set(du, 0x40u)), rounded);
+  } else {
+#if QDQ_SIMD_F16C
+    const hn::Rebind<hwy::float16_t, DF> dh;
+    const hn::Rebind<uint16_t, DF> d16;
+    return hn::PromoteTo(du, hn::BitCast(d16, hn::DemoteTo(dh, v)));
+#else
+    return EncodeF<F>(v, false);
+#endif
+  }
+}
+
+/// Stores lanes [0, n) of v as float16/bfloat16 codes (EncodeHalf) at p.
+template <class F>
+HWY_INLINE void StoreHalf(VF v, uint16_t* p, size_t n) {
+#if QDQ_SIMD_F16C
+  if constexpr (std::is_same_v<F, Float16Format>) {
+    const hn::Rebind<hwy::float16_t, DF> dh;
+    StorePartial(dh, hn::DemoteTo(dh, v), reinterpret_cast<hwy::float16_t*>(p), n);
+    return;
+  }
+#endif
+  const hn::Rebind<uint16_t, DF> d16;
+  StorePartial(d16, hn::DemoteTo(d16, hn::BitCast(DI(), EncodeHalf<F>(v))), p, n);
+}
+
+/// v rounded to the nearest value of format F (RNE, F = float16 or bfloat16): round_to<F>(v).
+template <class F>
+HWY_INLINE VF RoundToF(VF v) {
+#if QDQ_SIMD_F16C
+  if constexpr (std::is_same_v<F, Float16Format>) {
+    const hn::Rebind<hwy::float16_t, DF> dh;
+    return hn::PromoteTo(DF(), hn::DemoteTo(dh, v));
+  }
+#endif
+  if constexpr (std::is_same_v<F, BFloat16Format>) {
+    // The quiet-NaN code keeps the NaN quiet: decoding it is the plain shift.
+    return hn::BitCast(DF(), hn::ShiftLeft<16>(EncodeHalf<F>(v)));
+  }
+  return DecodeF<F>(EncodeF<F>(v, false));
+}
+
+/// FLOAT8E8M0 codes (low 8 bits of u32 lanes) as float32, exactly as decode_e8m0: code e is 2^(e − 127),
+/// the float32 with exponent field e; 0x00 is 2^-127 (the subnormal 0x00400000); 0xFF is the NaN
+/// 0x7FC00000.
+HWY_INLINE VF DecodeE8M0(VU code) {
+  const DU du;
+  code = hn::And(code, hn::Set(du, 0xFFu));
+  VU bits = hn::ShiftLeft<23>(code);
+  bits = hn::IfThenElse(hn::Eq(code, hn::Zero(du)), hn::Set(du, 0x00400000u), bits);
+  bits = hn::IfThenElse(hn::Eq(code, hn::Set(du, 0xFFu)), hn::Set(du, 0x7FC00000u), bits);
+  return hn::BitCast(DF(), bits);
+}
+
+#endif  // QDQ_SIMD_HAS_KERNELS
+}  // namespace HWY_NAMESPACE
+}  // namespace qdq::detail::simd
+HWY_AFTER_NAMESPACE();
+
+#endif  // QDQ_SIMD_CONVERT_INL_H_

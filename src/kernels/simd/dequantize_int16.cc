@@ -1,0 +1,14 @@
+// DequantizeLinear kernels of the Int16 family (the Int16 lines of dequantize_kernels.inc), compiled once per
+// Highway target; the kernels are in dequantize-inl.h. One small unit per family keeps every unit's
+// compile time short.
+#include "kernels/simd/config.h"
+
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "kernels/simd/dequantize_int16.cc"
+#include "hwy/foreach_target.h"  // IWYU pragma: keep
+
+#include "hwy/highway.h"
+
+#undef QDQ_SIMD_FAMILY
+#define QDQ_SIMD_FAMILY Int16
+#include "kernels/simd/dequantize_unit-inl.h"

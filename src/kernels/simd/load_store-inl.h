@@ -1,0 +1,162 @@
+// Loads of x, scales and zero points as float32/int32 lanes, and stores of int32 lanes as 8- and
+// 16-bit outputs (saturating where the instruction set packs with saturation).
+//
+// Included once per Highway target (foreach_target.h), hence the toggle guard instead of #pragma once.
+#if defined(QDQ_SIMD_LOAD_STORE_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef QDQ_SIMD_LOAD_STORE_INL_H_
+#undef QDQ_SIMD_LOAD_STORE_INL_H_
+#else
+#define QDQ_SIMD_LOAD_STORE_INL_H_
+#endif
+
+#include <cstdint>
+#include <type_traits>
+
+#include "hwy/highway.h"
+#include "kernels/simd/convert-inl.h"
+#include "kernels/simd/vectors-inl.h"
+#include "types/type_traits.hpp"
+
+HWY_BEFORE_NAMESPACE();
+namespace qdq::detail::simd {
+namespace HWY_NAMESPACE {
+#if QDQ_SIMD_HAS_KERNELS
+
+/// Lanes [0, n) of a float32 or 16-bit MiniFloat (float16, bfloat16) array as exact float32.
+template <DataType X>
+HWY_INLINE VF LoadFloat(const void* base, int64_t index, size_t n) {
+  using Traits = TypeTraits<X>;
+  if constexpr (Traits::kKind == TypeKind::kFloat) {
+    static_assert(Traits::kBits == 32);
+    return LoadPartial(DF(), static_cast<const float*>(base) + index, n);
+  } else {
+    static_assert(Traits::kKind == TypeKind::kMiniFloat && Traits::kBits == 16);
+    return LoadHalf<typename Traits::Format>(static_cast<const uint16_t*>(base) + index, n);
+  }
+}
+
+/// Lanes [0, n) of a FLOAT8E8M0 array as float32.
+HWY_INLINE VF LoadE8M0(const void* base, int64_t index, size_t n) {
+  const hn::Rebind<uint8_t, DF> d8;
+  return DecodeE8M0(hn::PromoteTo(DU(), LoadPartial(d8, static_cast<const uint8_t*>(base) + index, n)));
+}
+
+/// Whether the vector kernels read scales of this type: float32, the 16-bit MiniFloats, FLOAT8E8M0.
+constexpr bool IsVectorScaleType(DataType t) {
+  const TypeInfo& info = type_info(t);
+  return (info.kind == TypeKind::kFloat && info.bits == 32) || (info.kind == TypeKind::kMiniFloat && info.bits == 16) ||
+         info.kind == TypeKind::kExponent;
+}
+
+/// Scales [index, index + n) of type S (IsVectorScaleType) as float32, exactly.
+template <DataType S>
+HWY_INLINE VF LoadScaleAsFloat(const void* scale, int64_t index, size_t n) {
+  static_assert(IsVectorScaleType(S));
+  if constexpr (TypeTraits<S>::kKind == TypeKind::kExponent) {
+    return LoadE8M0(scale, index, n);
+  } else {
+    return LoadFloat<S>(scale, index, n);
+  }
+}
+
+/// Lanes [0, n) of an 8/16-bit integer array (or of unpacked 2/4-bit codes, one per byte,
+/// sign-extended from `bits` when Signed) as int32.
+template <int Bits, bool Signed>
+HWY_INLINE VI LoadInt(const void* base, int64_t index, size_t n) {
+  const DI di;
+  if constexpr (Bits == 16) {
+    using T = std::conditional_t<Signed, int16_t, uint16_t>;
+    const hn::Rebind<T, DF> d;
+    return hn::PromoteTo(di, LoadPartial(d, static_cast<const T*>(base) + index, n));
+  } else if constexpr (Bits == 8) {
+    using T = std::conditional_t<Signed, int8_t, uint8_t>;
+    const hn::Rebind<T, DF> d;
+    return hn::PromoteTo(di, LoadPartial(d, static_cast<const T*>(base) + index, n));
+  } else {
+    const hn::Rebind<uint8_t, DF> d;
+    const VI v = hn::PromoteTo(di, LoadPartial(d, static_cast<const uint8_t*>(base) + index, n));
+    if constexpr (Signed) return hn::ShiftRight<32 - Bits>(hn::ShiftLeft<32 - Bits>(v));
+    return hn::And(v, hn::Set(di, (1 << Bits) - 1));
+  }
+}
+
+/// Lanes [0, n) of an unpacked code array (one code per byte) as u32.
+HWY_INLINE VU LoadCodes(const uint8_t* codes, size_t n) {
+  const hn::Rebind<uint8_t, DF> d8;
+  return hn::PromoteTo(DU(), LoadPartial(d8, codes, n));
+}
+
+/// Stores the low 8 bits of each i32 lane (values already in the 8-bit type's range).
+template <bool Signed>
+HWY_INLINE void StoreInt8(VI v, void* base, int64_t index, size_t n) {
+  if constexpr (Signed) {
+    const hn::Rebind<int8_t, DF> d8;
+    StorePartial(d8, hn::DemoteTo(d8, v), static_cast<int8_t*>(base) + index, n);
+  } else {
+    const hn::Rebind<uint8_t, DF> d8;
+    StorePartial(d8, hn::DemoteTo(d8, v), static_cast<uint8_t*>(base) + index, n);
+  }
+}
+
+/// Stores the low 16 bits of each i32 lane (values in the 16-bit type's range; for codes, 0..0xFFFF
+/// as unsigned).
+template <bool Signed>
+HWY_INLINE void StoreInt16(VI v, void* base, int64_t index, size_t n) {
+  if constexpr (Signed) {
+    const hn::Rebind<int16_t, DF> d16;
+    StorePartial(d16, hn::DemoteTo(d16, v), static_cast<int16_t*>(base) + index, n);
+  } else {
+    const hn::Rebind<uint16_t, DF> d16;
+    StorePartial(d16, hn::DemoteTo(d16, v), static_cast<uint16_t*>(base) + index, n);
+  }
+}
+
+/// Stores 2·Lanes int32 values as 16-bit integers, saturated to int16 (Signed) or uint16.
+template <bool Signed>
+HWY_INLINE void StoreWords2(VI a, VI b, uint8_t* out) {
+#if HWY_TARGET == HWY_AVX2
+  const __m256i ab = Signed ? _mm256_packs_epi32(a.raw, b.raw) : _mm256_packus_epi32(a.raw, b.raw);
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(out), _mm256_permute4x64_epi64(ab, 0xD8));
+#elif HWY_TARGET == HWY_SSE4
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(out), Signed ? _mm_packs_epi32(a.raw, b.raw) : _mm_packus_epi32(a.raw, b.raw));
+#else
+  const size_t lanes = hn::Lanes(DI());
+  StoreInt16<Signed>(a, out, 0, lanes);
+  StoreInt16<Signed>(b, out + 2 * lanes, 0, lanes);
+#endif
+}
+
+/// Stores 4·Lanes int32 values as bytes, saturated to int8 (Signed) or uint8.
+template <bool Signed>
+HWY_INLINE void StoreBytes4(VI a, VI b, VI c, VI d, uint8_t* out) {
+#if HWY_TARGET == HWY_AVX2
+  const __m256i ab = _mm256_packs_epi32(a.raw, b.raw);  // a0-3 b0-3 | a4-7 b4-7 (int16, saturated)
+  const __m256i cd = _mm256_packs_epi32(c.raw, d.raw);
+  const __m256i bytes = Signed ? _mm256_packs_epi16(ab, cd) : _mm256_packus_epi16(ab, cd);  // a0-3 b0-3 c0-3 d0-3 | a4-7 ...
+  const __m256i ordered = _mm256_permutevar8x32_epi32(bytes, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(out), ordered);
+#elif HWY_TARGET == HWY_SSE4
+  const __m128i ab = _mm_packs_epi32(a.raw, b.raw);
+  const __m128i cd = _mm_packs_epi32(c.raw, d.raw);
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(out), Signed ? _mm_packs_epi16(ab, cd) : _mm_packus_epi16(ab, cd));
+#else
+  const DI di;
+  const size_t lanes = hn::Lanes(di);
+  const VI lo = hn::Set(di, Signed ? -128 : 0);
+  const VI hi = hn::Set(di, Signed ? 127 : 255);
+  using B = std::conditional_t<Signed, int8_t, uint8_t>;
+  const hn::Rebind<B, DF> d8;
+  B* o = reinterpret_cast<B*>(out);
+  hn::StoreU(hn::DemoteTo(d8, hn::Min(hn::Max(a, lo), hi)), d8, o);
+  hn::StoreU(hn::DemoteTo(d8, hn::Min(hn::Max(b, lo), hi)), d8, o + lanes);
+  hn::StoreU(hn::DemoteTo(d8, hn::Min(hn::Max(c, lo), hi)), d8, o + 2 * lanes);
+  hn::StoreU(hn::DemoteTo(d8, hn::Min(hn::Max(d, lo), hi)), d8, o + 3 * lanes);
+#endif
+}
+
+#endif  // QDQ_SIMD_HAS_KERNELS
+}  // namespace HWY_NAMESPACE
+}  // namespace qdq::detail::simd
+HWY_AFTER_NAMESPACE();
+
+#endif  // QDQ_SIMD_LOAD_STORE_INL_H_

@@ -1,0 +1,205 @@
+// The vector forms of sub-byte packing: every 2/4-bit pack and unpack of the SIMD kernels lives here
+// (packing.hpp defines the layout and packs the partial bytes at the edges; the unit tests compare
+// every form on every target with it). Widths other than 2 and 4 bits do not compile.
+//
+// Included once per Highway target (foreach_target.h), hence the toggle guard instead of #pragma once.
+#if defined(QDQ_SIMD_PACK_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef QDQ_SIMD_PACK_INL_H_
+#undef QDQ_SIMD_PACK_INL_H_
+#else
+#define QDQ_SIMD_PACK_INL_H_
+#endif
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+
+#include "hwy/highway.h"
+#include "kernels/simd/load_store-inl.h"
+#include "kernels/simd/vectors-inl.h"
+#include "types/packing.hpp"
+
+HWY_BEFORE_NAMESPACE();
+namespace qdq::detail::simd {
+namespace HWY_NAMESPACE {
+#if QDQ_SIMD_HAS_KERNELS
+
+// ---------------------------------------------------------------------------------------------
+// Whole-byte packing of 2/4-bit codes (ONNX layout, see types/packing.hpp). These handle complete
+// bytes only; partial bytes at the edges go through pack_codes/unpack_codes.
+
+/// The widths that pack: 2 and 4 bits (8-bit codes are stored as they are).
+template <int kBits>
+constexpr void CheckPackedWidth() {
+  static_assert(kBits == 2 || kBits == 4, "only 2- and 4-bit codes are packed");
+}
+
+/// Packs `bytes` whole bytes of kBits-bit codes (one code per byte in `codes`, high bits ignored).
+template <int kBits>
+HWY_INLINE void PackWholeBytes(const uint8_t* codes, int64_t bytes, uint8_t* out) {
+  CheckPackedWidth<kBits>();
+  const hn::Full128<uint8_t> d8;
+  int64_t b = 0;
+  if constexpr (kBits == 4) {
+    const hn::Full128<uint16_t> d16;
+    const hn::Full64<uint8_t> d8h;
+    const auto mask = hn::Set(d16, 0x000F);
+    for (; b + 8 <= bytes; b += 8) {
+      const auto v = hn::BitCast(d16, hn::LoadU(d8, codes + 2 * b));
+      const auto packed = hn::Or(hn::And(v, mask), hn::ShiftLeft<4>(hn::And(hn::ShiftRight<8>(v), mask)));
+      hn::StoreU(hn::DemoteTo(d8h, hn::BitCast(hn::Full128<int16_t>(), packed)), d8h, out + b);
+    }
+  } else {
+    const hn::Full128<uint32_t> d32;
+    const hn::Full32<uint8_t> d8q;
+    const auto mask = hn::Set(d32, 3u);
+    for (; b + 4 <= bytes; b += 4) {
+      const auto v = hn::BitCast(d32, hn::LoadU(d8, codes + 4 * b));
+      auto packed = hn::And(v, mask);
+      packed = hn::Or(packed, hn::ShiftLeft<2>(hn::And(hn::ShiftRight<8>(v), mask)));
+      packed = hn::Or(packed, hn::ShiftLeft<4>(hn::And(hn::ShiftRight<16>(v), mask)));
+      packed = hn::Or(packed, hn::ShiftLeft<6>(hn::And(hn::ShiftRight<24>(v), mask)));
+      hn::StoreU(hn::DemoteTo(d8q, hn::BitCast(hn::Full128<int32_t>(), packed)), d8q, out + b);
+    }
+  }
+  if (b < bytes) {
+    constexpr int kPerByte = 8 / kBits;
+    pack_codes(codes + b * kPerByte, kBits, 0, (bytes - b) * kPerByte, out + b, false);
+  }
+}
+
+/// Unpacks `bytes` whole bytes of kBits-bit codes into one code per byte (no sign extension).
+template <int kBits>
+HWY_INLINE void UnpackWholeBytes(const uint8_t* packed, int64_t bytes, uint8_t* codes) {
+  CheckPackedWidth<kBits>();
+  const hn::Full128<uint8_t> d8;
+  int64_t b = 0;
+  if constexpr (kBits == 4) {
+    const auto mask = hn::Set(d8, 0x0F);
+    for (; b + 16 <= bytes; b += 16) {
+      const auto v = hn::LoadU(d8, packed + b);
+      const auto lo = hn::And(v, mask);
+      const auto hi = hn::And(hn::ShiftRight<4>(v), mask);
+      hn::StoreU(hn::InterleaveLower(d8, lo, hi), d8, codes + 2 * b);
+      hn::StoreU(hn::InterleaveUpper(d8, lo, hi), d8, codes + 2 * b + 16);
+    }
+  } else {
+    const hn::Full128<uint16_t> d16;
+    const auto mask = hn::Set(d8, 0x03);
+    for (; b + 16 <= bytes; b += 16) {
+      const auto v = hn::LoadU(d8, packed + b);
+      const auto c0 = hn::And(v, mask);
+      const auto c1 = hn::And(hn::ShiftRight<2>(v), mask);
+      const auto c2 = hn::And(hn::ShiftRight<4>(v), mask);
+      const auto c3 = hn::ShiftRight<6>(v);
+      const auto c01l = hn::BitCast(d16, hn::InterleaveLower(d8, c0, c1));
+      const auto c01u = hn::BitCast(d16, hn::InterleaveUpper(d8, c0, c1));
+      const auto c23l = hn::BitCast(d16, hn::InterleaveLower(d8, c2, c3));
+      const auto c23u = hn::BitCast(d16, hn::InterleaveUpper(d8, c2, c3));
+      uint8_t* o = codes + 4 * b;
+      hn::StoreU(hn::BitCast(d8, hn::InterleaveLower(d16, c01l, c23l)), d8, o);
+      hn::StoreU(hn::BitCast(d8, hn::InterleaveUpper(d16, c01l, c23l)), d8, o + 16);
+      hn::StoreU(hn::BitCast(d8, hn::InterleaveLower(d16, c01u, c23u)), d8, o + 32);
+      hn::StoreU(hn::BitCast(d8, hn::InterleaveUpper(d16, c01u, c23u)), d8, o + 48);
+    }
+  }
+  if (b < bytes) {
+    constexpr int kPerByte = 8 / kBits;
+    unpack_codes(packed + b, kBits, 0, (bytes - b) * kPerByte, codes + b * kPerByte);
+  }
+}
+
+/// Unpacks codes [first, first + count) of a packed 2/4-bit array into one code per byte: the
+/// whole bytes vectorised, a partial byte at either end through unpack_codes.
+template <int kBits>
+HWY_INLINE void UnpackCodes(const uint8_t* packed, int64_t first, int64_t count, uint8_t* codes) {
+  CheckPackedWidth<kBits>();
+  constexpr int kPerByte = 8 / kBits;
+  const int64_t lead = std::min<int64_t>(count, (kPerByte - first % kPerByte) % kPerByte);
+  if (lead > 0) unpack_codes(packed, kBits, first, lead, codes);
+  const int64_t bytes = (count - lead) / kPerByte;
+  UnpackWholeBytes<kBits>(packed + (first + lead) / kPerByte, bytes, codes + lead);
+  const int64_t done = lead + bytes * kPerByte;
+  if (done < count) unpack_codes(packed, kBits, first + done, count - done, codes + done);
+}
+
+/// Packs 4·Lanes codes of kBits (2 or 4) bits, int32 lanes already in the output's range, in ONNX
+/// layout: the portable form of StoreNibbles4/StoreCrumbs4 (one code per byte, then whole bytes).
+template <int kBits>
+HWY_INLINE void StorePackedCodes4(VI a, VI b, VI c, VI d, uint8_t* out) {
+  CheckPackedWidth<kBits>();
+  const DI di;
+  const int64_t lanes = static_cast<int64_t>(hn::Lanes(di));
+  HWY_ALIGN uint8_t codes[4 * HWY_MAX_BYTES / 4];
+  const VI mask = hn::Set(di, (1 << kBits) - 1);
+  StoreBytes4<false>(hn::And(a, mask), hn::And(b, mask), hn::And(c, mask), hn::And(d, mask), codes);
+  PackWholeBytes<kBits>(codes, 4 * lanes * kBits / 8, out);
+}
+
+/// Packs 4·Lanes 4-bit codes (int32 lanes already in the output's range) into 2·Lanes bytes, the
+/// first code of each pair in the low nibble (ONNX layout).
+HWY_INLINE void StoreNibbles4(VI a, VI b, VI c, VI d, uint8_t* out) {
+#if HWY_TARGET == HWY_AVX2
+  const __m256i ab = _mm256_packs_epi32(a.raw, b.raw);
+  const __m256i cd = _mm256_packs_epi32(c.raw, d.raw);
+  const __m256i bytes = _mm256_permutevar8x32_epi32(_mm256_packs_epi16(ab, cd), _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+  // Each 16-bit lane holds codes 2k (low byte) and 2k + 1 (high byte): combine them into one byte.
+  const __m256i pairs = _mm256_or_si256(_mm256_and_si256(bytes, _mm256_set1_epi16(0x000F)),
+                                        _mm256_and_si256(_mm256_srli_epi16(bytes, 4), _mm256_set1_epi16(0x00F0)));
+  const __m256i packed = _mm256_permute4x64_epi64(_mm256_packus_epi16(pairs, pairs), 0x08);
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(out), _mm256_castsi256_si128(packed));
+#elif HWY_TARGET == HWY_SSE4
+  const __m128i bytes = _mm_packs_epi16(_mm_packs_epi32(a.raw, b.raw), _mm_packs_epi32(c.raw, d.raw));
+  const __m128i pairs = _mm_or_si128(_mm_and_si128(bytes, _mm_set1_epi16(0x000F)),
+                                     _mm_and_si128(_mm_srli_epi16(bytes, 4), _mm_set1_epi16(0x00F0)));
+  _mm_storel_epi64(reinterpret_cast<__m128i*>(out), _mm_packus_epi16(pairs, pairs));
+#else
+  StorePackedCodes4<4>(a, b, c, d, out);
+#endif
+}
+
+/// Packs 4·Lanes 2-bit codes (int32 lanes already in the output's range) into Lanes bytes, the
+/// first code of each four in the lowest bits (ONNX layout).
+HWY_INLINE void StoreCrumbs4(VI a, VI b, VI c, VI d, uint8_t* out) {
+#if HWY_TARGET == HWY_AVX2 || HWY_TARGET == HWY_SSE4
+#if HWY_TARGET == HWY_AVX2
+  const __m256i ordered = _mm256_permutevar8x32_epi32(_mm256_packs_epi16(_mm256_packs_epi32(a.raw, b.raw), _mm256_packs_epi32(c.raw, d.raw)),
+                                                      _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+  const __m256i bytes = _mm256_and_si256(ordered, _mm256_set1_epi8(3));
+  // Each 32-bit lane holds four codes, one per byte: fold them into its low byte.
+  const __m256i pairs = _mm256_or_si256(bytes, _mm256_srli_epi16(bytes, 6));  // bytes 0 and 2: c0 | c1 << 2, c2 | c3 << 2
+  const __m256i quads = _mm256_or_si256(pairs, _mm256_srli_epi32(pairs, 12));  // byte 0: c0 | c1 << 2 | c2 << 4 | c3 << 6
+  const __m256i low_bytes = _mm256_shuffle_epi8(quads, _mm256_setr_epi8(0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, 0, 4, 8, 12,
+                                                                         -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1));
+  const __m256i packed = _mm256_permutevar8x32_epi32(low_bytes, _mm256_setr_epi32(0, 4, 0, 0, 0, 0, 0, 0));
+  _mm_storel_epi64(reinterpret_cast<__m128i*>(out), _mm256_castsi256_si128(packed));
+#else
+  const __m128i bytes = _mm_and_si128(_mm_packs_epi16(_mm_packs_epi32(a.raw, b.raw), _mm_packs_epi32(c.raw, d.raw)), _mm_set1_epi8(3));
+  const __m128i pairs = _mm_or_si128(bytes, _mm_srli_epi16(bytes, 6));
+  const __m128i quads = _mm_or_si128(pairs, _mm_srli_epi32(pairs, 12));
+  const int packed = _mm_cvtsi128_si32(_mm_shuffle_epi8(quads, _mm_setr_epi8(0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1)));
+  std::memcpy(out, &packed, 4);
+#endif
+#else
+  StorePackedCodes4<2>(a, b, c, d, out);
+#endif
+}
+
+/// Packs 4·Lanes kBits-bit codes (int32 lanes already in the output's range) into 4·Lanes·kBits/8
+/// bytes of ONNX layout: the one entry point of the quantize kernels for packing in registers.
+template <int kBits>
+HWY_INLINE void StorePacked4(VI a, VI b, VI c, VI d, uint8_t* out) {
+  CheckPackedWidth<kBits>();
+  if constexpr (kBits == 4) {
+    StoreNibbles4(a, b, c, d, out);
+  } else {
+    StoreCrumbs4(a, b, c, d, out);
+  }
+}
+
+#endif  // QDQ_SIMD_HAS_KERNELS
+}  // namespace HWY_NAMESPACE
+}  // namespace qdq::detail::simd
+HWY_AFTER_NAMESPACE();
+
+#endif  // QDQ_SIMD_PACK_INL_H_

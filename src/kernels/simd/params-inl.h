@@ -1,0 +1,195 @@
+// Where a kernel's scales and zero points come from: broadcast per segment, expanded per element of
+// a chunk (ExpandedParams), or read in place (InPlaceParams); and the plan shapes that pick them.
+//
+// Included once per Highway target (foreach_target.h), hence the toggle guard instead of #pragma once.
+#if defined(QDQ_SIMD_PARAMS_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef QDQ_SIMD_PARAMS_INL_H_
+#undef QDQ_SIMD_PARAMS_INL_H_
+#else
+#define QDQ_SIMD_PARAMS_INL_H_
+#endif
+
+#include <cstdint>
+#include <type_traits>
+
+#include "hwy/highway.h"
+#include "iteration_plan.hpp"
+#include "kernels/simd/convert-inl.h"
+#include "kernels/simd/load_store-inl.h"
+#include "kernels/simd/pack-inl.h"
+#include "kernels/simd/vectors-inl.h"
+#include "types/type_traits.hpp"
+
+HWY_BEFORE_NAMESPACE();
+namespace qdq::detail::simd {
+namespace HWY_NAMESPACE {
+#if QDQ_SIMD_HAS_KERNELS
+
+/// Calls fn(TypeTraits<S>{}) for the scale type S of a call (IsVectorScaleType; the choosers take no
+/// other): loops over scales then branch on the type once, not per vector.
+template <class Fn>
+HWY_INLINE void WithScaleType(DataType type, Fn&& fn) {
+  visit_type(type, [&](auto traits) {
+    if constexpr (IsVectorScaleType(decltype(traits)::value)) fn(traits);
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
+// Expanded parameters. Chunks cut into many segments (blocks along the last axis, per-axis along
+// the last axis, blocked along other axes) first get one scale and one zero point per element,
+// then one flat loop runs over the chunk: a separate loop per 32-element block would leave the
+// divider and the pipelines idle between blocks.
+
+/// Per-element scales (divisors, for QuantizeLinear) and zero points of a chunk's elements, with a
+/// vector of room past kChunk so that fills may write whole vectors.
+struct ExpandedParams {
+  static constexpr int64_t kSize = kChunk + HWY_MAX_BYTES / 4;
+  HWY_ALIGN float scale[kSize];
+  HWY_ALIGN int32_t zero_point[kSize];      // integer types
+  HWY_ALIGN float float_zero_point[kSize];  // FLOAT4E2M1
+};
+
+/// Segments at least this long whose parameters step by one read them in place rather than
+/// expanding them (a segment that covers a whole chunk always does): a copy into ExpandedParams
+/// costs as much as the loop that reads it.
+constexpr int64_t kInPlaceMin = 256;
+
+/// Calls in_place(position, segment) for the segments at the start of [chunk, chunk_end) that read
+/// float32 parameters in place (see kInPlaceMin), moving the cursor past them; returns where the
+/// rest of the chunk, to be expanded, starts.
+template <class InPlace>
+HWY_INLINE int64_t InPlaceSegments(SegmentCursor& cursor, bool float32_scales, int64_t chunk, int64_t chunk_end, InPlace&& in_place) {
+  int64_t position = chunk;
+  while (float32_scales && position < chunk_end) {
+    const Segment s = cursor.peek(position, chunk_end);
+    if (s.param_step != 1 || (s.count < kInPlaceMin && s.count != chunk_end - chunk)) break;
+    cursor.next(position, chunk_end);
+    in_place(position, s);
+    position += s.count;
+  }
+  return position;
+}
+
+/// Zero-point codes for calls without zero points, read in place like real ones.
+HWY_ALIGN constexpr uint8_t kZeroCodes[2 * kChunk] = {};
+
+/// The parameters of a segment whose float32 scales and zero points (of `kBits` bits, sign-extended
+/// when kSigned) step by one from `param` on, read in place: scales and 8/16-bit zero points where
+/// they are, 2/4-bit zero points unpacked once (at most kChunk), zeros where zero_point is null.
+/// The accessors give the n-lane vector at segment element k, as the loops take them.
+template <int kBits, bool kSigned>
+class InPlaceParams {
+ public:
+  InPlaceParams(const void* scale, const void* zero_point, int64_t param, int64_t count)
+      : scale_(static_cast<const float*>(scale) + param) {
+    if (zero_point == nullptr) {
+      zero_point_ = kZeroCodes;
+    } else if constexpr (kBits >= 8) {
+      zero_point_ = zero_point;
+      zero_point_index_ = param;
+    } else {
+      UnpackCodes<kBits>(static_cast<const uint8_t*>(zero_point), param, count, codes_);
+      zero_point_ = codes_;
+    }
+  }
+  InPlaceParams(const InPlaceParams&) = delete;
+  InPlaceParams& operator=(const InPlaceParams&) = delete;
+
+  VF Scale(int64_t k, size_t n) const { return LoadPartial(DF(), scale_ + k, n); }
+  VI ZeroPoint(int64_t k, size_t n) const { return LoadInt<kBits, kSigned>(zero_point_, zero_point_index_ + k, n); }
+  VF FloatZeroPoint(int64_t k, size_t n) const {
+    return DecodeF<Float4E2M1Format>(LoadCodes(static_cast<const uint8_t*>(zero_point_) + k, n));
+  }
+
+ private:
+  const float* scale_;
+  const void* zero_point_ = nullptr;
+  int64_t zero_point_index_ = 0;
+  HWY_ALIGN uint8_t codes_[kBits < 8 ? kChunk : 1];
+};
+
+/// One scale (a divisor, for QuantizeLinear) and zero point for a whole run, in registers: the
+/// parameters of per-tensor calls, long per-axis runs and uniform blocks.
+struct BroadcastParams {
+  VF scale;
+  VI zero_point;
+  VF float_zero_point;
+  VF Scale(int64_t, size_t) const { return scale; }
+  VI ZeroPoint(int64_t, size_t) const { return zero_point; }
+  VF FloatZeroPoint(int64_t, size_t) const { return float_zero_point; }
+};
+
+/// Parameters expanded per element (ExpandParams), element k of the run at index k.
+struct ExpandedView {
+  const ExpandedParams& e;
+  VF Scale(int64_t k, size_t) const { return hn::Load(DF(), e.scale + k); }
+  VI ZeroPoint(int64_t k, size_t) const { return hn::Load(DI(), e.zero_point + k); }
+  VF FloatZeroPoint(int64_t k, size_t) const { return hn::Load(DF(), e.float_zero_point + k); }
+};
+
+/// Whether a plan is blocked along the last axis (inner == 1) with blocks that tile every row
+/// (D a multiple of B) and hold whole groups (B a multiple of `group`), its scales of shape
+/// [..., D / B]: then element e uses parameter e / B.
+inline bool UniformBlocks(const Plan& plan, int64_t group) {
+  return plan.granularity == Granularity::kBlocked && plan.inner == 1 && plan.axis_len % plan.block == 0 && plan.block % group == 0 &&
+         plan.param_axis_stride == 1 && plan.param_outer_stride == plan.axis_len / plan.block;
+}
+
+/// Fills `e` for elements [chunk, chunk_end), walking the segments with `cursor`: the scales and,
+/// as the type needs, integer or float zero points. load(first, count, scale, zero_point,
+/// float_zero_point) stores parameters [first, first + count) at those pointers, whole vectors.
+/// Step-1 segments load straight into place; runs of step-0 segments with consecutive parameters
+/// (blocks along the last axis, short per-axis runs) load theirs a vector at a time, then broadcast
+/// each over its segment.
+template <bool kIntegerZeroPoint, bool kFloatZeroPoint, class Load>
+HWY_INLINE void ExpandParams(SegmentCursor& cursor, int64_t chunk, int64_t chunk_end, ExpandedParams& e, Load&& load) {
+  const DF df;
+  const DI di;
+  const int64_t lanes = static_cast<int64_t>(hn::Lanes(df));
+  int32_t counts[kChunk];
+  int64_t params[kChunk];
+  bool stepped[kChunk];
+  int64_t segments = 0;
+  for (int64_t position = chunk; position < chunk_end; ++segments) {
+    const Segment s = cursor.next(position, chunk_end);
+    counts[segments] = static_cast<int32_t>(s.count);
+    params[segments] = s.param_index;
+    stepped[segments] = s.param_step != 0;
+    position += s.count;
+  }
+  HWY_ALIGN ExpandedParams run;
+  int64_t at = 0;
+  for (int64_t k = 0; k < segments;) {
+    if (stepped[k]) {
+      load(params[k], counts[k], e.scale + at, e.zero_point + at, e.float_zero_point + at);
+      at += counts[k];
+      ++k;
+      continue;
+    }
+    int64_t r = k + 1;
+    while (r < segments && !stepped[r] && params[r] == params[r - 1] + 1) ++r;
+    load(params[k], r - k, run.scale, run.zero_point, run.float_zero_point);
+    for (int64_t j = k; j < r; ++j) {
+      const VF scale = hn::Set(df, run.scale[j - k]);
+      VI zp = hn::Zero(di);
+      VF zpf = hn::Zero(df);
+      if constexpr (kIntegerZeroPoint) zp = hn::Set(di, run.zero_point[j - k]);
+      if constexpr (kFloatZeroPoint) zpf = hn::Set(df, run.float_zero_point[j - k]);
+      // Whole vectors, the last one possibly past the segment (the next segment overwrites it).
+      for (int64_t q = 0; q < counts[j]; q += lanes) {
+        hn::StoreU(scale, df, e.scale + at + q);
+        if constexpr (kIntegerZeroPoint) hn::StoreU(zp, di, e.zero_point + at + q);
+        if constexpr (kFloatZeroPoint) hn::StoreU(zpf, df, e.float_zero_point + at + q);
+      }
+      at += counts[j];
+    }
+    k = r;
+  }
+}
+
+#endif  // QDQ_SIMD_HAS_KERNELS
+}  // namespace HWY_NAMESPACE
+}  // namespace qdq::detail::simd
+HWY_AFTER_NAMESPACE();
+
+#endif  // QDQ_SIMD_PARAMS_INL_H_

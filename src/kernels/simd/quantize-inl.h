@@ -1,0 +1,467 @@
+// Vectorised QuantizeLinear kernels, compiled once per Highway target by each quantize_<family>.cc
+// (one small unit per output family; the kernels themselves are listed in quantize_kernels.inc).
+// Each kernel equals quantize_scalar bit for bit: the same two stages (the quotient in the division
+// type P, then the output type's rule), evaluated lane-wise with exact vector forms of the scalar
+// operations.
+//
+// Granularity → path. Every path ends in the one loop, QuantizeLoop, which takes where its parameters
+// come from (Params) and how it forms the quotient (Quotient) as template policies:
+//   per-tensor, 2/4-bit y        whole groups of 4 vectors: BroadcastParams, codes packed in registers
+//                                straight into y; the rest as below
+//   per-tensor; per-axis with    chunks of kChunk; one BroadcastParams run per segment (QuantizeRun)
+//   inner >= 256
+//   blocked along the last axis, one BroadcastParams run per block, packed in registers
+//   blocks tiling rows of whole  (QuantizeUniformBlocks)
+//   groups (UniformBlocks)
+//   other blocked; per-axis      chunks of kChunk: long float32 segments stepping by one read their
+//   with inner < 256             parameters in place (InPlaceParams), the rest of the chunk is
+//                                expanded per element first (ExpandedView)
+// Broadcast runs divide, or multiply by the reciprocal where that is exact (ExactReciprocal); 2/4-bit
+// outputs not packed in registers go through a code buffer packed per chunk (pack-inl.h).
+//
+// The performance notes behind these choices are in docs/performance.md ("Quantize kernel loop").
+//
+// Included once per Highway target (foreach_target.h), hence the toggle guard instead of #pragma once.
+#if defined(QDQ_SIMD_QUANTIZE_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef QDQ_SIMD_QUANTIZE_INL_H_
+#undef QDQ_SIMD_QUANTIZE_INL_H_
+#else
+#define QDQ_SIMD_QUANTIZE_INL_H_
+#endif
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+
+#include "hwy/highway.h"
+#include "kernels/kernels.hpp"
+#include "kernels/params.hpp"
+#include "kernels/simd/convert-inl.h"
+#include "kernels/simd/families.hpp"
+#include "kernels/simd/load_store-inl.h"
+#include "kernels/simd/pack-inl.h"
+#include "kernels/simd/params-inl.h"
+#include "kernels/simd/vectors-inl.h"
+#include "types/integer_types.hpp"
+#include "types/type_traits.hpp"
+
+HWY_BEFORE_NAMESPACE();
+namespace qdq::detail::simd {
+namespace HWY_NAMESPACE {
+#if QDQ_SIMD_HAS_KERNELS
+namespace {
+
+using T = DataType;
+
+constexpr int OutBits(T y) { return quantized_bits(y); }
+constexpr bool IsIntegerOut(T y) { return is_quantized_integer(y); }
+constexpr bool IsSignedOut(T y) { return is_signed_quantized_integer(y); }
+constexpr int32_t OutMin(T y) { return integer_min(y); }
+constexpr int32_t OutMax(T y) { return integer_max(y); }
+
+/// The scale at `index`, rounded once to the division type P (exact as float).
+template <T P>
+float ScalarScale(const QuantizeCall& c, int64_t index) {
+  const double s = load_real(c.scale, c.scale_type, index);
+  if constexpr (TypeTraits<P>::kKind == TypeKind::kMiniFloat) return round_to<typename TypeTraits<P>::Format>(s);
+  return static_cast<float>(s);
+}
+
+template <T P>
+HWY_INLINE VF RoundToP(VF v) {
+  if constexpr (TypeTraits<P>::kKind == TypeKind::kMiniFloat) return RoundToF<typename TypeTraits<P>::Format>(v);
+  return v;
+}
+
+/// Scales [index, index + n) of type S rounded to P.
+template <T S, T P>
+HWY_INLINE VF LoadScale(const void* scale, int64_t index, size_t n) {
+  if constexpr (S == P) return LoadFloat<S>(scale, index, n);
+  return RoundToP<P>(LoadScaleAsFloat<S>(scale, index, n));
+}
+
+// Clamping quotients to ±2^24 keeps the int32 conversion in range and changes no result: every zero
+// point is below 2^16 in magnitude, so such quotients saturate either way.
+constexpr float kCodeClamp = 16777216.0f;
+
+/// The int32 code of an integer output before saturation to the output's range: NearestInt of the
+/// quotient clamped to ±2^24, plus the zero point. A NaN quotient becomes −2^24 + zero point, which
+/// saturates to the output's minimum — the NaN rule. (On x86, max_ps returns its second operand when
+/// the first is NaN; elsewhere the NaN lanes are selected explicitly.)
+HWY_INLINE VI UnsaturatedCodes(VF q, VI zp) {
+  const DF df;
+  VF clamped = hn::Min(hn::Max(q, hn::Set(df, -kCodeClamp)), hn::Set(df, kCodeClamp));
+#if !HWY_ARCH_X86
+  clamped = hn::IfThenElse(hn::IsNaN(q), hn::Set(df, -kCodeClamp), clamped);
+#endif
+  return hn::Add(NearestIntInRange(clamped), zp);
+}
+
+/// The output rule of an integer type: round half to even, add the zero point, saturate; NaN → min.
+/// 16-bit outputs saturate in their store (DemoteTo or the pack instructions); 8-bit and narrower
+/// ones are clamped here (Highway 1.0.3's int32 → uint8 DemoteTo on x86 goes through an unsigned
+/// 16-bit pack and maps 32768..65535 to 0).
+template <T Y>
+HWY_INLINE VI IntegerCodes(VF q, VI zero_point) {
+  const DI di;
+  VI v = UnsaturatedCodes(q, zero_point);
+  if constexpr (OutBits(Y) <= 8) v = hn::Min(hn::Max(v, hn::Set(di, OutMin(Y))), hn::Set(di, OutMax(Y)));
+  return v;
+}
+
+/// The codes of a narrow float output (a MiniFloat of at most 8 bits).
+template <T Y>
+HWY_INLINE VU FloatCodes(VF q, bool saturate) {
+  static_assert(TypeTraits<Y>::kKind == TypeKind::kMiniFloat && TypeTraits<Y>::kBits <= 8);
+  return EncodeF<typename TypeTraits<Y>::Format>(q, saturate);
+}
+
+/// Writes n output values. Packed outputs go to a code buffer (one code per byte).
+template <T Y>
+HWY_INLINE void StoreOut(VI v, void* out, int64_t index, size_t n) {
+  constexpr int kBits = OutBits(Y);
+  const DI di;
+  if constexpr (kBits == 16) {
+    StoreInt16<IsSignedOut(Y)>(v, out, index, n);
+  } else if constexpr (kBits == 8) {
+    StoreInt8<IsSignedOut(Y) && IsIntegerOut(Y)>(v, out, index, n);
+  } else {
+    StoreInt8<false>(hn::And(v, hn::Set(di, (1 << kBits) - 1)), out, index, n);
+  }
+}
+
+/// True, with *reciprocal = 1/s, when s = ±2^e with -126 <= e <= 126, so that both s and 2^-e are
+/// normal float32 numbers and 2^-e is exact. Then x / s == x · (1/s) bit for bit for every float32
+/// x: IEEE division and multiplication both return the correctly rounded value of their exact
+/// result, and x / 2^e and x · 2^-e are the same real number, so they round to the same float32 —
+/// overflow to ±inf and gradual underflow to subnormals or ±0 included. The special operands agree
+/// too: ±inf and ±0 keep the sign rule (the reciprocal is finite, non-zero and of the scale's sign),
+/// and a NaN x propagates as the same quieted NaN in both operations. Keeping s and 1/s normal means
+/// that even a caller's denormals-are-zero mode cannot treat one differently from the other. The
+/// 16-bit division types round this float32 quotient once more, identically either way. Scales of
+/// FLOAT8E8M0 (MX) are always powers of two, so they always take this route.
+HWY_INLINE bool ExactReciprocal(float s, float* reciprocal) {
+  uint32_t bits;
+  std::memcpy(&bits, &s, 4);
+  const uint32_t exponent = (bits >> 23) & 0xFFu;
+  if ((bits & 0x007FFFFFu) != 0 || exponent < 1 || exponent > 253) return false;  // e = exponent − 127
+  const uint32_t inverse = (bits & 0x80000000u) | ((254u - exponent) << 23);     // ±2^-e
+  std::memcpy(reciprocal, &inverse, 4);
+  return true;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Quotient policies: how QuantizeLoop turns x and the run's "scale" slot into the quotient before it
+// is rounded to P. Another exact route (a Markstein-corrected reciprocal) is one more policy.
+
+/// x / s, the IEEE float32 division (the same correctly rounded quotient as the scalar kernel).
+struct Divide {
+  static HWY_INLINE VF Quotient(VF x, VF scale) { return hn::Div(x, scale); }
+};
+
+/// x · (1/s), with the scale slot holding 1/s where ExactReciprocal proved the product exact.
+struct MultiplyByExactReciprocal {
+  static HWY_INLINE VF Quotient(VF x, VF reciprocal) { return hn::Mul(x, reciprocal); }
+};
+
+// No quantized output depends on a NaN's payload (integers take the minimum, float8 its NaN code,
+// FLOAT4E2M1 +6), only on its being a NaN: the quotient path below keeps NaNs NaN and no more.
+
+/// Lanes [0, n) of x from `index` as float32, to be divided. bfloat16 NaNs stay signalling (LoadFloat
+/// would quiet them): the division quiets them anyway.
+template <T X>
+HWY_INLINE VF LoadDividend(const void* x, int64_t index, size_t n) {
+  if constexpr (X == T::kBFloat16) {
+    const hn::Rebind<uint16_t, DF> d16;
+    return hn::BitCast(DF(), hn::ShiftLeft<16>(hn::PromoteTo(DU(), LoadPartial(d16, static_cast<const uint16_t*>(x) + index, n))));
+  }
+  return LoadFloat<X>(x, index, n);
+}
+
+/// A quotient rounded to the division type P. For bfloat16 the plain bit rounding is exact: every
+/// NaN quotient has zero low bits (its operands are bfloat16 values — x, and scales rounded by
+/// LoadScale — or it is the default NaN).
+template <T P>
+HWY_INLINE VF RoundQuotient(VF q) {
+  if constexpr (P == T::kBFloat16) return hn::BitCast(DF(), hn::And(RoundBitsToBF16(q), hn::Set(DU(), 0xFFFF0000u)));
+  return RoundToP<P>(q);
+}
+
+/// Where the output of element `at` starts in y (for 2/4-bit y, `at` starts a whole byte).
+template <T Y>
+HWY_INLINE uint8_t* OutputAt(void* y, int64_t at) {
+  constexpr int kBits = OutBits(Y);
+  return static_cast<uint8_t*>(y) + (kBits < 8 ? at * kBits / 8 : at * (kBits / 8));
+}
+
+/// The output codes of one vector of quotients with the parameters of lanes [k, k + n): the output
+/// rule of Y, in int32 lanes. kSaturatedByStore: the 8/16-bit integer codes are left unsaturated for
+/// a whole-group store whose pack instructions saturate them.
+template <T Y, bool kSaturatedByStore, class Params>
+HWY_INLINE VI OutputCodes(const QuantizeCall& c, VF q, const Params& params, int64_t k, size_t n) {
+  const DI di;
+  if constexpr (IsIntegerOut(Y)) {
+    if constexpr (kSaturatedByStore && OutBits(Y) >= 8) return UnsaturatedCodes(q, params.ZeroPoint(k, n));
+    return IntegerCodes<Y>(q, params.ZeroPoint(k, n));
+  } else if constexpr (has_float_zero_point(Y)) {
+    // The zero point is added in float32 to the quotient (already a float32 value).
+    return hn::BitCast(di, FloatCodes<Y>(c.zero_point != nullptr ? hn::Add(q, params.FloatZeroPoint(k, n)) : q, true));
+  } else {
+    return hn::BitCast(di, FloatCodes<Y>(q, c.saturate));
+  }
+}
+
+/// Stores the codes of 4·Lanes elements at `out` (element 0 of the group): 8/16-bit outputs with
+/// saturating packs; 2/4-bit ones packed in registers (kPackInRegisters, `out` in y) or one code per
+/// byte (into a code buffer).
+template <T Y, bool kPackInRegisters>
+HWY_INLINE void StoreGroup(VI c0, VI c1, VI c2, VI c3, uint8_t* out) {
+  constexpr int kBits = OutBits(Y);
+  const int64_t lanes = static_cast<int64_t>(hn::Lanes(DI()));
+  if constexpr (kBits == 16) {
+    StoreWords2<IsSignedOut(Y)>(c0, c1, out);
+    StoreWords2<IsSignedOut(Y)>(c2, c3, out + 4 * lanes);
+  } else if constexpr (kBits == 8) {
+    StoreBytes4<IsSignedOut(Y) && IsIntegerOut(Y)>(c0, c1, c2, c3, out);
+  } else if constexpr (kPackInRegisters) {
+    StorePacked4<kBits>(c0, c1, c2, c3, out);
+  } else {
+    const VI mask = hn::Set(DI(), (1 << kBits) - 1);
+    StoreBytes4<false>(hn::And(c0, mask), hn::And(c1, mask), hn::And(c2, mask), hn::And(c3, mask), out);
+  }
+}
+
+/// The one quantize loop: elements [first, first + count) of x, output element first + i at
+/// `out` + i (bytes per element for 8/16-bit y; for 2/4-bit y a code buffer, one code per byte, or
+/// with kPackInRegisters y itself at element `first`, which then starts a byte, and count a multiple
+/// of 4·Lanes). Four whole vectors per iteration, no partial vectors and no per-iteration branches,
+/// then the partial rest a vector at a time. Params gives the scale slot, zero point and float zero
+/// point of the n-lane vector at run element k; Quotient forms x / scale from the scale slot.
+template <T X, T P, T Y, class Quotient, bool kPackInRegisters, class Params>
+HWY_INLINE void QuantizeLoop(const QuantizeCall& c, int64_t first, int64_t count, const Params& params, uint8_t* out) {
+  constexpr int kBits = OutBits(Y);
+  constexpr int64_t kBytesPer = kBits >= 8 ? kBits / 8 : (kPackInRegisters ? 0 : 1);  // packed: see below
+  const int64_t lanes = static_cast<int64_t>(hn::Lanes(DF()));
+  const size_t full = static_cast<size_t>(lanes);
+  const auto quotient = [&](int64_t k, size_t n) {
+    return RoundQuotient<P>(Quotient::Quotient(LoadDividend<X>(c.x, first + k, n), params.Scale(k, n)));
+  };
+  const auto code = [&](int64_t k) { return OutputCodes<Y, true>(c, quotient(k, full), params, k, full); };
+  int64_t i = 0;
+  for (; i + 4 * lanes <= count; i += 4 * lanes) {
+    uint8_t* const dst = kBytesPer != 0 ? out + i * kBytesPer : out + i * kBits / 8;
+    StoreGroup<Y, kPackInRegisters>(code(i), code(i + lanes), code(i + 2 * lanes), code(i + 3 * lanes), dst);
+  }
+  if constexpr (!kPackInRegisters || kBits >= 8) {
+    for (; i < count; i += lanes) {
+      const size_t n = static_cast<size_t>(std::min(lanes, count - i));
+      StoreOut<Y>(OutputCodes<Y, false>(c, quotient(i, n), params, i, n), out, i, n);
+    }
+  }
+}
+
+/// The broadcast parameters of parameter `param`: its scale rounded to P and its zero point.
+template <T P, T Y>
+HWY_INLINE BroadcastParams BroadcastAt(const QuantizeCall& c, int64_t param) {
+  BroadcastParams b{hn::Set(DF(), ScalarScale<P>(c, param)), hn::Zero(DI()), hn::Zero(DF())};
+  if (c.zero_point != nullptr) {
+    if constexpr (IsIntegerOut(Y)) b.zero_point = hn::Set(DI(), static_cast<int32_t>(load_integer(c.zero_point, c.zero_point_type, param)));
+    if constexpr (has_float_zero_point(Y)) b.float_zero_point = hn::Set(DF(), static_cast<float>(load_real(c.zero_point, Y, param)));
+  }
+  return b;
+}
+
+/// QuantizeLoop over a run with one scale and zero point: multiplying by the reciprocal where that
+/// is exact, dividing otherwise.
+template <T X, T P, T Y, bool kPackInRegisters>
+HWY_INLINE void QuantizeBroadcast(const QuantizeCall& c, int64_t first, int64_t count, BroadcastParams b, uint8_t* out) {
+  constexpr bool kPack = kPackInRegisters && OutBits(Y) < 8;
+  float reciprocal;
+  if (ExactReciprocal(hn::GetLane(b.scale), &reciprocal)) {
+    b.scale = hn::Set(DF(), reciprocal);
+    QuantizeLoop<X, P, Y, MultiplyByExactReciprocal, kPack>(c, first, count, b, out);
+  } else {
+    QuantizeLoop<X, P, Y, Divide, kPack>(c, first, count, b, out);
+  }
+}
+
+/// QuantizeBroadcast out of line, for runs of the general path (per segment, at least a few hundred
+/// elements or a whole chunk) and per-tensor packed groups: one copy of the loop serves them all.
+template <T X, T P, T Y, bool kPackInRegisters>
+HWY_NOINLINE void QuantizeRun(const QuantizeCall& c, int64_t first, int64_t count, BroadcastParams b, uint8_t* out) {
+  QuantizeBroadcast<X, P, Y, kPackInRegisters>(c, first, count, b, out);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Chunks cut into many segments (blocks along the last axis, per-axis along the last axis, blocked
+// along other axes): the parameters are first expanded to one divisor and one zero point per
+// element of the chunk, then one flat loop runs over the chunk. A run of 32 elements with its own
+// loop would leave the divider idle between runs; the flat loop keeps four divisions in flight.
+
+/// The divisors (in P) and zero points of parameters [first, first + count), a vector at a time
+/// (whole vectors: the arrays have a vector of room past the count).
+template <T P, T Y>
+HWY_INLINE void LoadQuantizeParams(const QuantizeCall& c, int64_t first, int64_t count, float* divisor, int32_t* zero_point,
+                                   float* float_zero_point) {
+  const DF df;
+  const DI di;
+  const bool has_zp = c.zero_point != nullptr;
+  constexpr bool kPackedZeroPoint = OutBits(Y) < 8;
+  HWY_ALIGN uint8_t zp_codes[kPackedZeroPoint ? ExpandedParams::kSize : 1];
+  if constexpr (kPackedZeroPoint) {
+    if (has_zp) UnpackCodes<OutBits(Y)>(static_cast<const uint8_t*>(c.zero_point), first, count, zp_codes);
+  }
+  WithScaleType(c.scale_type, [&](auto scale_type) {
+    ForEachVector(count, [&](int64_t k, size_t n) { hn::StoreU(LoadScale<decltype(scale_type)::value, P>(c.scale, first + k, n), df, divisor + k); });
+  });
+  if constexpr (IsIntegerOut(Y)) {
+    if (!has_zp) {
+      ForEachVector(count, [&](int64_t k, size_t) { hn::StoreU(hn::Zero(di), di, zero_point + k); });
+    } else if constexpr (kPackedZeroPoint) {
+      ForEachVector(count, [&](int64_t k, size_t n) { hn::StoreU(LoadInt<OutBits(Y), IsSignedOut(Y)>(zp_codes, k, n), di, zero_point + k); });
+    } else {
+      ForEachVector(count, [&](int64_t k, size_t n) {
+        hn::StoreU(LoadInt<OutBits(Y), IsSignedOut(Y)>(c.zero_point, first + k, n), di, zero_point + k);
+      });
+    }
+  }
+  if constexpr (has_float_zero_point(Y)) {
+    using F = typename TypeTraits<Y>::Format;
+    ForEachVector(count, [&](int64_t k, size_t n) {
+      hn::StoreU(has_zp ? DecodeF<F>(LoadCodes(zp_codes + k, n)) : hn::Zero(df), df, float_zero_point + k);
+    });
+  }
+}
+
+/// Elements [begin, end) (begin a multiple of 4) of any plan, chunk by chunk.
+template <T X, T P, T Y>
+HWY_INLINE void QuantizeGeneral(const QuantizeCall& c, void* y, int64_t begin, int64_t end) {
+  constexpr int kBits = OutBits(Y);
+  constexpr bool kPacked = kBits < 8;
+  if constexpr (kPacked) {
+    // Per-tensor: whole groups of 4 vectors packed in registers; the rest (a multiple-of-4 start)
+    // goes through the general path below.
+    const int64_t group = 4 * static_cast<int64_t>(hn::Lanes(DF()));
+    if (c.plan.granularity == Granularity::kPerTensor && end - begin >= group) {
+      const int64_t whole = (end - begin) / group * group;
+      QuantizeRun<X, P, Y, true>(c, begin, whole, BroadcastAt<P, Y>(c, 0), OutputAt<Y>(y, begin));
+      begin += whole;
+    }
+  }
+  HWY_ALIGN uint8_t codes[kPacked ? kChunk : 1];
+  // Where element `at` of the chunk that starts at `chunk` goes: the code buffer for 2/4-bit y.
+  const auto out_at = [&](int64_t chunk, int64_t at) -> uint8_t* {
+    if constexpr (kPacked) return codes + (at - chunk);
+    return OutputAt<Y>(y, at);
+  };
+  SegmentCursor cursor(c.plan, begin);
+  // Per-axis runs along a long inner dimension keep their scale in a register; everything else that
+  // is not per-tensor goes through expanded parameters.
+  const bool expand = c.plan.granularity == Granularity::kBlocked || (c.plan.granularity == Granularity::kPerAxis && c.plan.inner < 256);
+  HWY_ALIGN ExpandedParams storage;  // 12 KiB of stack
+  for (int64_t chunk = begin; chunk < end; chunk += kChunk) {
+    const int64_t chunk_end = std::min(end, chunk + kChunk);
+    if (expand) {
+      // Long segments whose float32 scales step by one (dividing in float32) read their parameters
+      // in place; whatever is left of the chunk is expanded.
+      int64_t position = chunk;
+      if constexpr (P == T::kFloat) {
+        position = InPlaceSegments(cursor, c.scale_type == T::kFloat, chunk, chunk_end, [&](int64_t at, const Segment& s) {
+          const bool zp_used = IsIntegerOut(Y) || has_float_zero_point(Y);
+          const InPlaceParams<kBits, IsSignedOut(Y)> p(c.scale, zp_used ? c.zero_point : nullptr, s.param_index, s.count);
+          QuantizeLoop<X, P, Y, Divide, false>(c, at, s.count, p, out_at(chunk, at));
+        });
+      }
+      if (position < chunk_end) {
+        ExpandParams<IsIntegerOut(Y), has_float_zero_point(Y)>(
+            cursor, position, chunk_end, storage, [&](int64_t first, int64_t count, float* divisor, int32_t* zp, float* zpf) {
+              LoadQuantizeParams<P, Y>(c, first, count, divisor, zp, zpf);
+            });
+        QuantizeLoop<X, P, Y, Divide, false>(c, position, chunk_end - position, ExpandedView{storage}, out_at(chunk, position));
+      }
+    } else {
+      for (int64_t position = chunk; position < chunk_end;) {
+        const Segment s = cursor.next(position, chunk_end);
+        QuantizeRun<X, P, Y, false>(c, position, s.count, BroadcastAt<P, Y>(c, s.param_index), out_at(chunk, position));
+        position += s.count;
+      }
+    }
+    if constexpr (kPacked) {
+      // `chunk` is a multiple of 4, so the chunk starts on a byte boundary.
+      constexpr int kPerByte = 8 / kBits;
+      const int64_t count = chunk_end - chunk;
+      const int64_t whole = count / kPerByte;
+      uint8_t* packed = static_cast<uint8_t*>(y);
+      PackWholeBytes<kBits>(codes, whole, packed + chunk / kPerByte);
+      if (whole * kPerByte < count) {
+        pack_codes(codes + whole * kPerByte, kBits, chunk + whole * kPerByte, count - whole * kPerByte, packed,
+                   chunk_end == c.plan.elements);
+      }
+    }
+  }
+}
+
+/// Elements [begin, end) of a UniformBlocks plan, begin and end multiples of the block size: block
+/// k (elements [k·B, (k + 1)·B)) uses parameter k. The parameters are loaded a vector at a time,
+/// then each block is one broadcast run of whole groups, packed in registers for 2/4-bit y.
+template <T X, T P, T Y>
+HWY_INLINE void QuantizeUniformBlocks(const QuantizeCall& c, void* y, int64_t begin, int64_t end) {
+  const DF df;
+  const DI di;
+  const int64_t block = c.plan.block;
+  HWY_ALIGN ExpandedParams params;
+  for (int64_t first_block = begin / block; first_block < end / block; first_block += kChunk) {
+    const int64_t blocks = std::min<int64_t>(kChunk, end / block - first_block);
+    LoadQuantizeParams<P, Y>(c, first_block, blocks, params.scale, params.zero_point, params.float_zero_point);
+    for (int64_t k = 0; k < blocks; ++k) {
+      BroadcastParams b{hn::Set(df, params.scale[k]), hn::Zero(di), hn::Zero(df)};
+      if constexpr (IsIntegerOut(Y)) b.zero_point = hn::Set(di, params.zero_point[k]);
+      if constexpr (has_float_zero_point(Y)) b.float_zero_point = hn::Set(df, params.float_zero_point[k]);
+      const int64_t first = (first_block + k) * block;
+      QuantizeBroadcast<X, P, Y, true>(c, first, block, b, OutputAt<Y>(y, first));
+    }
+  }
+}
+
+template <T X, T P, T Y>
+void QuantizeKernelT(const QuantizeCall& c, void* y, int64_t begin, int64_t end) {
+  if (UniformBlocks(c.plan, 4 * static_cast<int64_t>(hn::Lanes(DF())))) {
+    // Whole blocks in the middle; a partial block at either end of the task goes the general way.
+    const int64_t block = c.plan.block;
+    const int64_t lo = std::min(end, (begin + block - 1) / block * block);
+    const int64_t hi = std::max(lo, end / block * block);
+    QuantizeGeneral<X, P, Y>(c, y, begin, lo);
+    QuantizeUniformBlocks<X, P, Y>(c, y, lo, hi);
+    QuantizeGeneral<X, P, Y>(c, y, hi, end);
+    return;
+  }
+  QuantizeGeneral<X, P, Y>(c, y, begin, end);
+}
+
+/// The kernel of family kFamily for the call, or nullptr where quantize_kernels.inc lists none for
+/// its (x, division type, y) in this family or the vector kernels do not read its parameters.
+template <QuantizeFamily kFamily>
+QuantizeKernel ChooseQuantize(const QuantizeCall& c) {
+  // FLOAT8E8M0 (MX) scales are powers of two (or NaN): runs sharing one take the exact-reciprocal
+  // route where the scale and its inverse are normal floats (codes 1..253), the division otherwise.
+  if (!IsVectorScaleType(c.scale_type)) return nullptr;
+  // A zero point must be of the output type (float8 zero points only select the type).
+  if (c.zero_point != nullptr && c.zero_point_type != c.y_type) return nullptr;
+#define QDQ_QUANTIZE_KERNEL(FAMILY, X, P, Y)                                                 \
+  if constexpr (kFamily == QuantizeFamily::k##FAMILY) {                                      \
+    if (c.x_type == T::X && c.division_type == T::P && c.y_type == T::Y) {                  \
+      return &QuantizeKernelT<T::X, T::P, T::Y>;                                             \
+    }                                                                                        \
+  }
+#include "kernels/simd/quantize_kernels.inc"
+#undef QDQ_QUANTIZE_KERNEL
+  return nullptr;
+}
+
+}  // namespace
+#endif  // QDQ_SIMD_HAS_KERNELS
+}  // namespace HWY_NAMESPACE
+}  // namespace qdq::detail::simd
+HWY_AFTER_NAMESPACE();
+
+#endif  // QDQ_SIMD_QUANTIZE_INL_H_

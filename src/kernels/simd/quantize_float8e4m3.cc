@@ -1,0 +1,14 @@
+// QuantizeLinear kernels of the Float8E4M3 family (the Float8E4M3 lines of quantize_kernels.inc), compiled once per
+// Highway target; the kernels are in quantize-inl.h. One small unit per family keeps every unit's
+// compile time short.
+#include "kernels/simd/config.h"
+
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "kernels/simd/quantize_float8e4m3.cc"
+#include "hwy/foreach_target.h"  // IWYU pragma: keep
+
+#include "hwy/highway.h"
+
+#undef QDQ_SIMD_FAMILY
+#define QDQ_SIMD_FAMILY Float8E4M3
+#include "kernels/simd/quantize_unit-inl.h"

@@ -1,0 +1,72 @@
+// The vector types every kernel uses (float32 lanes and their integer twins), the chunk size, and
+// partial loads and stores that never touch memory past the caller's data.
+//
+// Included once per Highway target (foreach_target.h), hence the toggle guard instead of #pragma once.
+#if defined(QDQ_SIMD_VECTORS_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef QDQ_SIMD_VECTORS_INL_H_
+#undef QDQ_SIMD_VECTORS_INL_H_
+#else
+#define QDQ_SIMD_VECTORS_INL_H_
+#endif
+
+#include <cstdint>
+#include <cstring>
+
+#include "hwy/highway.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace qdq::detail::simd {
+namespace HWY_NAMESPACE {
+#if QDQ_SIMD_HAS_KERNELS
+
+namespace hn = hwy::HWY_NAMESPACE;
+
+using DF = hn::ScalableTag<float>;
+using DI = hn::RebindToSigned<DF>;
+using DU = hn::RebindToUnsigned<DF>;
+using VF = hn::Vec<DF>;
+using VI = hn::Vec<DI>;
+using VU = hn::Vec<DU>;
+
+/// Elements per chunk: a multiple of 4 (whole bytes of 2/4-bit data) and of every vector length.
+constexpr int64_t kChunk = 1024;
+
+// ---------------------------------------------------------------------------------------------
+// Loads. `n` is the number of valid lanes (1..Lanes); partial vectors are zero-padded through a
+// stack buffer so that nothing is read past the caller's data.
+
+template <class T, class D>
+HWY_INLINE hn::Vec<D> LoadPartial(D d, const T* p, size_t n) {
+  if (n == hn::Lanes(d)) return hn::LoadU(d, p);
+  HWY_ALIGN T buffer[HWY_MAX_BYTES / sizeof(T)] = {};
+  std::memcpy(buffer, p, n * sizeof(T));
+  return hn::Load(d, buffer);
+}
+
+template <class T, class D>
+HWY_INLINE void StorePartial(D d, hn::Vec<D> v, T* p, size_t n) {
+  if (n == hn::Lanes(d)) {
+    hn::StoreU(v, d, p);
+    return;
+  }
+  HWY_ALIGN T buffer[HWY_MAX_BYTES / sizeof(T)];
+  hn::Store(v, d, buffer);
+  std::memcpy(p, buffer, n * sizeof(T));
+}
+
+/// body(k, n) for the vectors of [0, count): whole vectors first (n is then the constant lane
+/// count, so partial-vector branches fold away), then one partial vector if count is not a multiple.
+template <class Body>
+HWY_INLINE void ForEachVector(int64_t count, Body&& body) {
+  const int64_t lanes = static_cast<int64_t>(hn::Lanes(DF()));
+  int64_t k = 0;
+  for (; k + lanes <= count; k += lanes) body(k, static_cast<size_t>(lanes));
+  if (k < count) body(k, static_cast<size_t>(count - k));
+}
+
+#endif  // QDQ_SIMD_HAS_KERNELS
+}  // namespace HWY_NAMESPACE
+}  // namespace qdq::detail::simd
+HWY_AFTER_NAMESPACE();
+
+#endif  // QDQ_SIMD_VECTORS_INL_H_

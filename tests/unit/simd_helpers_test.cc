@@ -1,0 +1,406 @@
+// The SIMD building blocks tested one by one on every compiled target this CPU runs, against their
+// scalar definitions: every float encoder over a dense set of float32 inputs, every decoder over all
+// codes, every 2/4-bit packer and unpacker over all code patterns, and the saturating stores. The
+// end-to-end kernel tests (simd_kernels_test.cpp) catch a wrong result; these name the helper.
+//
+// Compiled once per Highway target (foreach_target.h); the tests are parametrised over the targets
+// and named by them (SimdHelpersTest.EncodeEveryFormat/AVX2), as Highway's HWY_EXPORT_AND_TEST_P.
+#include "kernels/simd/config.h"
+
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "unit/simd_helpers_test.cc"
+#include "hwy/foreach_target.h"  // IWYU pragma: keep
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "hwy/highway.h"
+#include "kernels/simd/convert-inl.h"
+#include "kernels/simd/load_store-inl.h"
+#include "kernels/simd/pack-inl.h"
+#include "kernels/simd/simd_kernels.hpp"
+#include "kernels/simd/vectors-inl.h"
+#include "types/float_formats.hpp"
+#include "types/packing.hpp"
+
+#ifndef QDQ_SIMD_HELPERS_TEST_ONCE_
+#define QDQ_SIMD_HELPERS_TEST_ONCE_
+namespace qdq::detail::simd::helpers_test {
+
+/// float32 inputs for the encoders: every pattern of the high 16 bits (every sign, exponent and
+/// top mantissa bits, so every rounding boundary of the 8-bit and smaller formats), each with low
+/// bits that sit on, below and above the rounding ties of float16 (bit 12) and bfloat16 (bit 15).
+inline std::vector<float> EncoderInputs() {
+  static const uint32_t kLow[] = {0x0000, 0x0001, 0x0FFF, 0x1000, 0x1001, 0x2000, 0x3000, 0x7FFF, 0x8000, 0x8001, 0xFFFF};
+  std::vector<float> inputs;
+  inputs.reserve(65536 * std::size(kLow));
+  for (uint32_t high = 0; high < 65536; ++high) {
+    for (uint32_t low : kLow) {
+      const uint32_t bits = high << 16 | low;
+      float v;
+      std::memcpy(&v, &bits, 4);
+      inputs.push_back(v);
+    }
+  }
+  return inputs;
+}
+
+inline uint32_t Bits(float v) {
+  uint32_t b;
+  std::memcpy(&b, &v, 4);
+  return b;
+}
+
+}  // namespace qdq::detail::simd::helpers_test
+#endif  // QDQ_SIMD_HELPERS_TEST_ONCE_
+
+HWY_BEFORE_NAMESPACE();
+namespace qdq::detail::simd {
+namespace HWY_NAMESPACE {
+#if QDQ_SIMD_HAS_KERNELS
+
+/// EncodeF<F>(v, saturate) against encode<F>(float, saturate) on every input, both saturation modes.
+template <class F>
+void CheckEncode(const char* name, const std::vector<float>& inputs) {
+  const DF df;
+  const size_t lanes = hn::Lanes(df);
+  HWY_ALIGN uint32_t got[HWY_MAX_BYTES / 4];
+  for (bool saturate : {false, true}) {
+    int failures = 0;
+    for (size_t i = 0; i + lanes <= inputs.size(); i += lanes) {
+      hn::Store(EncodeF<F>(hn::LoadU(df, inputs.data() + i), saturate), DU(), got);
+      for (size_t j = 0; j < lanes; ++j) {
+        const uint32_t expected = encode<F>(inputs[i + j], saturate);
+        if (got[j] != expected && ++failures <= 5) {
+          ADD_FAILURE() << name << " saturate=" << saturate << ": float32 bits 0x" << std::hex << helpers_test::Bits(inputs[i + j])
+                        << " encodes to 0x" << got[j] << ", scalar 0x" << expected;
+        }
+      }
+    }
+    EXPECT_EQ(failures, 0) << name << " saturate=" << saturate;
+  }
+}
+
+void TestEncodeEveryFormat() {
+  const std::vector<float> inputs = helpers_test::EncoderInputs();
+  CheckEncode<Float16Format>("FLOAT16", inputs);
+  CheckEncode<BFloat16Format>("BFLOAT16", inputs);
+  CheckEncode<Float8E4M3FNFormat>("FLOAT8E4M3FN", inputs);
+  CheckEncode<Float8E4M3FNUZFormat>("FLOAT8E4M3FNUZ", inputs);
+  CheckEncode<Float8E5M2Format>("FLOAT8E5M2", inputs);
+  CheckEncode<Float8E5M2FNUZFormat>("FLOAT8E5M2FNUZ", inputs);
+  CheckEncode<Float4E2M1Format>("FLOAT4E2M1", inputs);
+}
+
+/// The 16-bit fast forms (F16C or bit arithmetic): EncodeHalf and RoundToF against the scalar
+/// encoder on every input that is not a signalling NaN (which they never receive: see convert-inl.h).
+template <class F>
+void CheckHalf(const char* name, const std::vector<float>& inputs) {
+  const DF df;
+  const size_t lanes = hn::Lanes(df);
+  HWY_ALIGN uint32_t codes[HWY_MAX_BYTES / 4];
+  HWY_ALIGN float rounded[HWY_MAX_BYTES / 4];
+  int failures = 0;
+  for (size_t i = 0; i + lanes <= inputs.size(); i += lanes) {
+    const VF v = hn::LoadU(df, inputs.data() + i);
+    hn::Store(EncodeHalf<F>(v), DU(), codes);
+    hn::Store(RoundToF<F>(v), df, rounded);
+    for (size_t j = 0; j < lanes; ++j) {
+      const uint32_t bits = helpers_test::Bits(inputs[i + j]);
+      const bool signalling_nan = (bits & 0x7F800000u) == 0x7F800000u && (bits & 0x007FFFFFu) != 0 && (bits & 0x00400000u) == 0;
+      if (signalling_nan) continue;
+      const uint32_t expected = encode<F>(inputs[i + j], false);
+      const uint32_t expected_rounded = helpers_test::Bits(decode<F>(expected));
+      const bool nan = (expected & F::kMagnitudeMask) > (F::kExpFieldMax << F::kManBits);
+      // RoundToF's NaNs need only stay NaN (the quotient path depends on nothing else).
+      const bool rounded_ok = nan ? rounded[j] != rounded[j] : helpers_test::Bits(rounded[j]) == expected_rounded;
+      if ((codes[j] != expected || !rounded_ok) && ++failures <= 5) {
+        ADD_FAILURE() << name << ": float32 bits 0x" << std::hex << bits << " EncodeHalf 0x" << codes[j] << " RoundToF 0x"
+                      << helpers_test::Bits(rounded[j]) << ", scalar 0x" << expected;
+      }
+    }
+  }
+  EXPECT_EQ(failures, 0) << name;
+}
+
+void TestEncodeHalfFastForms() {
+  const std::vector<float> inputs = helpers_test::EncoderInputs();
+  CheckHalf<Float16Format>("FLOAT16", inputs);
+  CheckHalf<BFloat16Format>("BFLOAT16", inputs);
+}
+
+/// DecodeF<F> against decode<F> on every code, with junk above the code's bits (ignored), bit for
+/// bit (NaN payloads included).
+template <class F>
+void CheckDecode(const char* name) {
+  const DU du;
+  const size_t lanes = hn::Lanes(du);
+  constexpr uint32_t kCodes = 1u << F::kBits;
+  std::vector<uint32_t> codes(std::max<size_t>(kCodes, lanes));
+  for (size_t i = 0; i < codes.size(); ++i) codes[i] = static_cast<uint32_t>(i % kCodes) | (0xA5C30000u << (F::kBits - 1) << 1);
+  HWY_ALIGN float got[HWY_MAX_BYTES / 4];
+  int failures = 0;
+  for (size_t i = 0; i + lanes <= codes.size(); i += lanes) {
+    hn::Store(DecodeF<F>(hn::LoadU(du, codes.data() + i)), DF(), got);
+    for (size_t j = 0; j < lanes; ++j) {
+      const uint32_t code = codes[i + j] & (kCodes - 1);
+      const uint32_t expected = helpers_test::Bits(decode<F>(code));
+      if (helpers_test::Bits(got[j]) != expected && ++failures <= 5) {
+        ADD_FAILURE() << name << ": code 0x" << std::hex << code << " decodes to 0x" << helpers_test::Bits(got[j]) << ", scalar 0x" << expected;
+      }
+    }
+  }
+  EXPECT_EQ(failures, 0) << name;
+}
+
+void TestDecodeEveryCode() {
+  CheckDecode<Float16Format>("FLOAT16");
+  CheckDecode<BFloat16Format>("BFLOAT16");
+  CheckDecode<Float8E4M3FNFormat>("FLOAT8E4M3FN");
+  CheckDecode<Float8E4M3FNUZFormat>("FLOAT8E4M3FNUZ");
+  CheckDecode<Float8E5M2Format>("FLOAT8E5M2");
+  CheckDecode<Float8E5M2FNUZFormat>("FLOAT8E5M2FNUZ");
+  CheckDecode<Float4E2M1Format>("FLOAT4E2M1");
+  // FLOAT8E8M0 and the float16/bfloat16 loads.
+  const DU du;
+  const size_t lanes = hn::Lanes(du);
+  HWY_ALIGN float got[HWY_MAX_BYTES / 4];
+  for (uint32_t code = 0; code < 256; code += static_cast<uint32_t>(lanes)) {
+    HWY_ALIGN uint32_t codes[HWY_MAX_BYTES / 4];
+    for (size_t j = 0; j < lanes; ++j) codes[j] = (code + static_cast<uint32_t>(j)) % 256 | 0x1200u;
+    hn::Store(DecodeE8M0(hn::Load(du, codes)), DF(), got);
+    for (size_t j = 0; j < lanes; ++j) {
+      EXPECT_EQ(helpers_test::Bits(got[j]), helpers_test::Bits(decode_e8m0(codes[j] & 0xFF))) << "FLOAT8E8M0 code " << (codes[j] & 0xFF);
+    }
+  }
+  std::vector<uint16_t> halves(65536);
+  for (uint32_t i = 0; i < 65536; ++i) halves[i] = static_cast<uint16_t>(i);
+  int failures = 0;
+  for (uint32_t i = 0; i < 65536; i += static_cast<uint32_t>(lanes)) {
+    hn::Store(LoadHalf<Float16Format>(halves.data() + i, lanes), DF(), got);
+    for (size_t j = 0; j < lanes; ++j) {
+      if (helpers_test::Bits(got[j]) != helpers_test::Bits(decode<Float16Format>(halves[i + j])) && ++failures <= 5) {
+        ADD_FAILURE() << "LoadHalf<FLOAT16> code 0x" << std::hex << halves[i + j];
+      }
+    }
+    hn::Store(LoadHalf<BFloat16Format>(halves.data() + i, lanes), DF(), got);
+    for (size_t j = 0; j < lanes; ++j) {
+      if (helpers_test::Bits(got[j]) != helpers_test::Bits(decode<BFloat16Format>(halves[i + j])) && ++failures <= 5) {
+        ADD_FAILURE() << "LoadHalf<BFLOAT16> code 0x" << std::hex << halves[i + j];
+      }
+    }
+  }
+  EXPECT_EQ(failures, 0);
+}
+
+/// Codes of every byte pattern, one code per byte, with junk in the bits above the code (which the
+/// packers ignore): byte b of the packed form is b.
+template <int kBits>
+std::vector<uint8_t> EveryPattern() {
+  constexpr int kPerByte = 8 / kBits;
+  std::vector<uint8_t> codes(256 * kPerByte);
+  for (size_t i = 0; i < codes.size(); ++i) {
+    const uint32_t byte = static_cast<uint32_t>(i / kPerByte);
+    const uint32_t code = (byte >> (i % kPerByte * kBits)) & ((1u << kBits) - 1);
+    codes[i] = static_cast<uint8_t>(code | ((i * 0x5Du) << kBits));
+  }
+  return codes;
+}
+
+template <int kBits>
+void CheckPacking() {
+  constexpr int kPerByte = 8 / kBits;
+  const std::vector<uint8_t> codes = EveryPattern<kBits>();
+  std::vector<uint8_t> packed(256);
+  for (int b = 0; b < 256; ++b) packed[b] = static_cast<uint8_t>(b);
+  // Every length of whole bytes, so that the vector loop and the scalar rest both run.
+  for (int64_t bytes = 0; bytes <= 256; ++bytes) {
+    std::vector<uint8_t> got(256, 0xEE);
+    PackWholeBytes<kBits>(codes.data(), bytes, got.data());
+    for (int64_t b = 0; b < 256; ++b) {
+      ASSERT_EQ(got[b], b < bytes ? packed[b] : 0xEE) << kBits << "-bit PackWholeBytes of " << bytes << " bytes, byte " << b;
+    }
+    std::vector<uint8_t> unpacked(256 * kPerByte, 0xEE);
+    UnpackWholeBytes<kBits>(packed.data(), bytes, unpacked.data());
+    for (int64_t i = 0; i < 256 * kPerByte; ++i) {
+      const uint8_t expected = i < bytes * kPerByte ? static_cast<uint8_t>(codes[i] & ((1u << kBits) - 1)) : 0xEE;
+      ASSERT_EQ(unpacked[i], expected) << kBits << "-bit UnpackWholeBytes of " << bytes << " bytes, code " << i;
+    }
+  }
+  // Every start within a byte and many counts: UnpackCodes against unpack_codes.
+  for (int64_t first = 0; first < 2 * kPerByte; ++first) {
+    for (int64_t count = 0; count <= 200; ++count) {
+      std::vector<uint8_t> got(200, 0xEE), expected(200, 0xEE);
+      UnpackCodes<kBits>(packed.data(), first, count, got.data());
+      unpack_codes(packed.data(), kBits, first, count, expected.data());
+      ASSERT_EQ(got, expected) << kBits << "-bit UnpackCodes from " << first << ", " << count << " codes";
+    }
+  }
+}
+
+void TestPackAndUnpackEveryPattern() {
+  CheckPacking<4>();
+  CheckPacking<2>();
+}
+
+/// StorePacked4 (the in-register packers) on every code pattern, from unsigned codes and from the
+/// sign-extended codes of the signed types.
+template <int kBits>
+void CheckStorePacked4() {
+  const DI di;
+  const size_t lanes = hn::Lanes(di);
+  const size_t group = 4 * lanes;
+  const std::vector<uint8_t> patterns = EveryPattern<kBits>();
+  const int32_t mask = (1 << kBits) - 1;
+  for (bool is_signed : {false, true}) {
+    // Groups at every offset of the pattern sequence (wrapping around), so that every code value
+    // reaches every lane position.
+    for (size_t start = 0; start < patterns.size(); start += lanes / 2 + 1) {
+      std::vector<int32_t> values(group);
+      std::vector<uint8_t> codes(group);
+      for (size_t i = 0; i < group; ++i) {
+        const uint32_t code = patterns[(start + i) % patterns.size()] & static_cast<uint32_t>(mask);
+        codes[i] = static_cast<uint8_t>(code);
+        values[i] = is_signed ? sign_extend(code, kBits) : static_cast<int32_t>(code);
+      }
+      std::vector<uint8_t> got(group * kBits / 8 + 1, 0xEE), expected(group * kBits / 8 + 1, 0xEE);
+      StorePacked4<kBits>(hn::LoadU(di, values.data()), hn::LoadU(di, values.data() + lanes), hn::LoadU(di, values.data() + 2 * lanes),
+                          hn::LoadU(di, values.data() + 3 * lanes), got.data());
+      pack_codes(codes.data(), kBits, 0, static_cast<int64_t>(group), expected.data(), false);
+      ASSERT_EQ(got, expected) << kBits << "-bit StorePacked4, signed=" << is_signed << ", patterns from " << start;
+    }
+  }
+}
+
+void TestStorePacked4EveryPattern() {
+  CheckStorePacked4<4>();
+  CheckStorePacked4<2>();
+}
+
+/// int32 values around every saturation edge of 8- and 16-bit outputs.
+std::vector<int32_t> SaturationInputs(size_t multiple) {
+  std::vector<int32_t> v;
+  for (int32_t edge : {-(1 << 24), -65536, -32768, -256, -128, 0, 127, 255, 32767, 65535, 1 << 24}) {
+    for (int32_t d = -300; d <= 300; ++d) v.push_back(edge + d);
+  }
+  while (v.size() % multiple != 0) v.push_back(0);
+  return v;
+}
+
+template <bool kSigned>
+void CheckSaturatingStores() {
+  const DI di;
+  const size_t lanes = hn::Lanes(di);
+  const std::vector<int32_t> inputs = SaturationInputs(4 * lanes);
+  const int32_t lo8 = kSigned ? -128 : 0, hi8 = kSigned ? 127 : 255;
+  const int32_t lo16 = kSigned ? -32768 : 0, hi16 = kSigned ? 32767 : 65535;
+  for (size_t i = 0; i < inputs.size(); i += 4 * lanes) {
+    const int32_t* p = inputs.data() + i;
+    std::vector<uint8_t> bytes(4 * lanes);
+    StoreBytes4<kSigned>(hn::LoadU(di, p), hn::LoadU(di, p + lanes), hn::LoadU(di, p + 2 * lanes), hn::LoadU(di, p + 3 * lanes), bytes.data());
+    for (size_t j = 0; j < 4 * lanes; ++j) {
+      const auto expected = static_cast<uint8_t>(std::clamp(p[j], lo8, hi8));
+      ASSERT_EQ(bytes[j], expected) << "StoreBytes4 signed=" << kSigned << " of " << p[j];
+    }
+    std::vector<uint16_t> words(2 * lanes);
+    StoreWords2<kSigned>(hn::LoadU(di, p), hn::LoadU(di, p + lanes), reinterpret_cast<uint8_t*>(words.data()));
+    for (size_t j = 0; j < 2 * lanes; ++j) {
+      const auto expected = static_cast<uint16_t>(std::clamp(p[j], lo16, hi16));
+      ASSERT_EQ(words[j], expected) << "StoreWords2 signed=" << kSigned << " of " << p[j];
+    }
+  }
+}
+
+void TestSaturatingStores() {
+  CheckSaturatingStores<false>();
+  CheckSaturatingStores<true>();
+}
+
+/// LoadInt's sign extension of unpacked 2/4-bit codes and its 8/16-bit widening, every code.
+void TestLoadIntEveryCode() {
+  const DI di;
+  const size_t lanes = hn::Lanes(di);
+  HWY_ALIGN int32_t got[HWY_MAX_BYTES / 4];
+  std::vector<uint8_t> bytes(256 + lanes);
+  for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<uint8_t>(i);
+  std::vector<uint16_t> words(65536 + lanes);
+  for (size_t i = 0; i < words.size(); ++i) words[i] = static_cast<uint16_t>(i);
+  for (size_t i = 0; i < 256; i += lanes) {
+    for (size_t n = 1; n <= lanes; n += lanes - 1 > 0 ? lanes - 1 : 1) {
+      hn::Store(LoadInt<4, true>(bytes.data(), static_cast<int64_t>(i), n), di, got);
+      for (size_t j = 0; j < n; ++j) ASSERT_EQ(got[j], sign_extend(bytes[i + j], 4));
+      hn::Store(LoadInt<2, false>(bytes.data(), static_cast<int64_t>(i), n), di, got);
+      for (size_t j = 0; j < n; ++j) ASSERT_EQ(got[j], bytes[i + j] & 3);
+      hn::Store(LoadInt<8, true>(bytes.data(), static_cast<int64_t>(i), n), di, got);
+      for (size_t j = 0; j < n; ++j) ASSERT_EQ(got[j], static_cast<int8_t>(bytes[i + j]));
+      if (n == lanes) break;
+    }
+  }
+  for (size_t i = 0; i < 65536; i += lanes) {
+    hn::Store(LoadInt<16, true>(words.data(), static_cast<int64_t>(i), lanes), di, got);
+    for (size_t j = 0; j < lanes; ++j) ASSERT_EQ(got[j], static_cast<int16_t>(words[i + j]));
+    hn::Store(LoadInt<16, false>(words.data(), static_cast<int64_t>(i), lanes), di, got);
+    for (size_t j = 0; j < lanes; ++j) ASSERT_EQ(got[j], words[i + j]);
+  }
+}
+
+#else
+// Targets without kernels (config.h) have no helpers to test; these keep QDQ_SIMD_CHOOSE's names.
+void TestEncodeEveryFormat() {}
+void TestEncodeHalfFastForms() {}
+void TestDecodeEveryCode() {}
+void TestPackAndUnpackEveryPattern() {}
+void TestStorePacked4EveryPattern() {}
+void TestSaturatingStores() {}
+void TestLoadIntEveryCode() {}
+#endif  // QDQ_SIMD_HAS_KERNELS
+}  // namespace HWY_NAMESPACE
+}  // namespace qdq::detail::simd
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace qdq::detail::simd {
+namespace {
+
+std::vector<int64_t> TargetBits() {
+  std::vector<int64_t> bits;
+  for (const Target& t : available_targets()) bits.push_back(t.bit);
+  return bits;
+}
+
+std::string TargetNameOf(const ::testing::TestParamInfo<int64_t>& info) {
+  for (const Target& t : available_targets()) {
+    if (t.bit == info.param) return t.name;
+  }
+  return "target" + std::to_string(info.param);
+}
+
+class SimdHelpersTest : public ::testing::TestWithParam<int64_t> {};
+
+#define QDQ_SIMD_HELPER_TEST(NAME)                                         \
+  TEST_P(SimdHelpersTest, NAME) {                                          \
+    void (*const test)() = QDQ_SIMD_CHOOSE(GetParam(), Test##NAME);        \
+    ASSERT_NE(test, nullptr) << "target " << GetParam() << " not compiled"; \
+    test();                                                                \
+  }
+
+QDQ_SIMD_HELPER_TEST(EncodeEveryFormat)
+QDQ_SIMD_HELPER_TEST(EncodeHalfFastForms)
+QDQ_SIMD_HELPER_TEST(DecodeEveryCode)
+QDQ_SIMD_HELPER_TEST(PackAndUnpackEveryPattern)
+QDQ_SIMD_HELPER_TEST(StorePacked4EveryPattern)
+QDQ_SIMD_HELPER_TEST(SaturatingStores)
+QDQ_SIMD_HELPER_TEST(LoadIntEveryCode)
+
+INSTANTIATE_TEST_SUITE_P(Targets, SimdHelpersTest, ::testing::ValuesIn(TargetBits()), TargetNameOf);
+// A CPU without any compiled target has nothing to test here.
+GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(SimdHelpersTest);
+
+}  // namespace
+}  // namespace qdq::detail::simd
+#endif  // HWY_ONCE
