@@ -37,8 +37,8 @@ struct CacheLineAllocator {
   CacheLineAllocator() = default;
   template <class U>
   CacheLineAllocator(const CacheLineAllocator<U>&) {}  // NOLINT(google-explicit-constructor)
-  V* allocate(size_t n) { return static_cast<V*>(::operator new(n * sizeof(V), std::align_val_t{64})); }
-  void deallocate(V* p, size_t) { ::operator delete(p, std::align_val_t{64}); }
+  V* allocate(size_t n) { return static_cast<V*>(::operator new (n * sizeof(V), std::align_val_t{64})); }
+  void deallocate(V* p, size_t) { ::operator delete (p, std::align_val_t{64}); }
   template <class U>
   bool operator==(const CacheLineAllocator<U>&) const {
     return true;
@@ -124,20 +124,24 @@ void split_units(uint64_t units, int threads, const std::function<void(uint64_t,
   team->run([&](int t) { part(units * static_cast<uint64_t>(t) / n, units * static_cast<uint64_t>(t + 1) / n); });
 }
 
-void stream_bytes(const uint8_t* in, uint64_t in_bytes, uint8_t* out, uint64_t out_bytes, int threads, bool non_temporal) {
+void stream_bytes(const uint8_t* in, uint64_t in_bytes, uint8_t* out, uint64_t out_bytes, int threads,
+                  bool non_temporal) {
   // Whole 64-byte units of the smaller side, so that every thread's part starts aligned.
   const uint64_t small = std::min(in_bytes, out_bytes);
   const uint64_t in_per = in_bytes / small;
   const uint64_t out_per = out_bytes / small;
   split_units(small / 64, threads, [&](uint64_t u0, uint64_t u1) {
-    stream_range(in + u0 * 64 * in_per, (u1 - u0) * 64 * in_per, out + u0 * 64 * out_per, (u1 - u0) * 64 * out_per, non_temporal);
+    stream_range(in + u0 * 64 * in_per, (u1 - u0) * 64 * in_per, out + u0 * 64 * out_per, (u1 - u0) * 64 * out_per,
+                 non_temporal);
   });
 }
 
 /// The ceiling loops' buffers, sized for the largest case of a run (elements rounded to 64).
 struct CeilingBuffers {
   explicit CeilingBuffers(int64_t elements)
-      : floats(static_cast<size_t>(elements)), codes(static_cast<size_t>(elements)), out_codes(static_cast<size_t>(elements)),
+      : floats(static_cast<size_t>(elements)),
+        codes(static_cast<size_t>(elements)),
+        out_codes(static_cast<size_t>(elements)),
         out_floats(static_cast<size_t>(elements)) {
     std::mt19937 rng(3);
     std::uniform_real_distribution<float> xd(-2.0f, 2.0f);
@@ -167,10 +171,12 @@ void ceiling(CeilingBuffers& b, bool quantize, int64_t elements, int threads) {
 
 int bits_of(T t) { return bit_width(t); }
 
-bool is_float8(T t) { return t == T::kFloat8E4M3FN || t == T::kFloat8E4M3FNUZ || t == T::kFloat8E5M2 || t == T::kFloat8E5M2FNUZ; }
+bool is_float8(T t) {
+  return t == T::kFloat8E4M3FN || t == T::kFloat8E4M3FNUZ || t == T::kFloat8E5M2 || t == T::kFloat8E5M2FNUZ;
+}
 bool is_integer(T t) {
-  return t == T::kUint8 || t == T::kInt8 || t == T::kUint16 || t == T::kInt16 || t == T::kUint4 || t == T::kInt4 || t == T::kUint2 ||
-         t == T::kInt2;
+  return t == T::kUint8 || t == T::kInt8 || t == T::kUint16 || t == T::kInt16 || t == T::kUint4 || t == T::kInt4 ||
+         t == T::kUint2 || t == T::kInt2;
 }
 
 std::string short_name(T t) {
@@ -187,8 +193,9 @@ std::vector<CaseInfo> build_cases() {
     if (block > 0) name += "-" + std::to_string(block);
     cases.push_back({name, op, x, y, granularity, block});
   };
-  const T quantized[] = {T::kUint8, T::kInt8, T::kUint16, T::kInt16, T::kUint4, T::kInt4, T::kUint2,
-                         T::kInt2, T::kFloat8E4M3FN, T::kFloat8E4M3FNUZ, T::kFloat8E5M2, T::kFloat8E5M2FNUZ, T::kFloat4E2M1};
+  const T quantized[] = {T::kUint8,      T::kInt8,           T::kUint16,    T::kInt16,        T::kUint4,
+                         T::kInt4,       T::kUint2,          T::kInt2,      T::kFloat8E4M3FN, T::kFloat8E4M3FNUZ,
+                         T::kFloat8E5M2, T::kFloat8E5M2FNUZ, T::kFloat4E2M1};
   for (T y : quantized) add("quantize", T::kFloat, y, "per-tensor", 0);
   for (T y : {T::kUint8, T::kInt8}) add("quantize", T::kFloat, y, "per-axis", 0);
   for (T y : {T::kInt4, T::kUint4, T::kFloat8E4M3FN}) {
@@ -277,7 +284,11 @@ class Case final : public PreparedCase {
     scale_type_ = float_type;
     if (is_integer(q_type)) {
       zero_point_.assign(storage_bytes(q_type, static_cast<uint64_t>(scale_count)), 0);
-      for (auto& b : zero_point_) b = static_cast<uint8_t>(bits_of(q_type) == 8 ? 3 : bits_of(q_type) == 4 ? 0x11 : bits_of(q_type) == 2 ? 0x55 : 0);
+      for (auto& b : zero_point_)
+        b = static_cast<uint8_t>(bits_of(q_type) == 8   ? 3
+                                 : bits_of(q_type) == 4 ? 0x11
+                                 : bits_of(q_type) == 2 ? 0x55
+                                                        : 0);
     }
     if (quantize) {
       std::uniform_real_distribution<float> xd(-2.0f, 2.0f);
@@ -454,7 +465,8 @@ std::unique_ptr<PreparedCase> prepare_case(const CaseInfo& info, int64_t element
   return c;
 }
 
-std::vector<BenchResult> run_benchmarks(const BenchOptions& options, const std::function<void(const BenchResult&)>& progress) {
+std::vector<BenchResult> run_benchmarks(const BenchOptions& options,
+                                        const std::function<void(const BenchResult&)>& progress) {
   std::vector<BenchResult> results;
   const int threads = options.threads > 0 ? options.threads : default_num_threads();
   const BusyLoad load(options.load);
@@ -486,9 +498,10 @@ std::vector<BenchResult> run_benchmarks(const BenchOptions& options, const std::
       // The references before and after the kernel; the faster of the two is the machine's limit
       // (on a shared machine either may have lost its core for a while).
       const auto references = [&] {
-        return std::array<double, 3>{median_seconds([&] { c->stream(false); }, options.repeats),
-                                     median_seconds([&] { c->stream(true); }, options.repeats),
-                                     median_seconds([&] { ceiling(*ceiling_buffers, quantize, elements, threads); }, options.repeats)};
+        return std::array<double, 3>{
+            median_seconds([&] { c->stream(false); }, options.repeats),
+            median_seconds([&] { c->stream(true); }, options.repeats),
+            median_seconds([&] { ceiling(*ceiling_buffers, quantize, elements, threads); }, options.repeats)};
       };
       const std::array<double, 3> before = references();
       double seconds = 0;
@@ -549,12 +562,14 @@ std::string to_json(const std::vector<BenchResult>& results) {
            ", \"threads\": " + std::to_string(r.threads) + ", \"kernel\": " + json_string(r.kernel) +
            ", \"seconds\": " + fixed(r.seconds, 9) + ", \"gelem_per_s\": " + fixed(r.gelem_per_s, 4) +
            ", \"gbps\": " + fixed(r.gbps, 3) + ", \"stream_gbps\": " + fixed(r.stream_gbps, 3) +
-           ", \"stream_normal_gbps\": " + fixed(r.stream_normal_gbps, 3) + ", \"stream_nt_gbps\": " + fixed(r.stream_nt_gbps, 3) +
-           ", \"ratio\": " + fixed(r.ratio, 3) + ", \"ceiling_gelem_per_s\": " + fixed(r.ceiling_gelem_per_s, 4) +
+           ", \"stream_normal_gbps\": " + fixed(r.stream_normal_gbps, 3) +
+           ", \"stream_nt_gbps\": " + fixed(r.stream_nt_gbps, 3) + ", \"ratio\": " + fixed(r.ratio, 3) +
+           ", \"ceiling_gelem_per_s\": " + fixed(r.ceiling_gelem_per_s, 4) +
            ", \"ceiling_ratio\": " + fixed(r.ceiling_ratio, 3) + ", \"reference\": " + json_string(r.reference) +
-           ", \"vs_reference\": " + fixed(r.vs_reference, 3) + ", \"reference_target\": " + json_string(r.reference_target) +
-           ", \"routes\": " + json_string(r.routes) +
-           ", \"load\": " + std::to_string(r.load) + ", \"one_thread_gelem_per_s\": " + fixed(r.one_thread_gelem_per_s, 4) +
+           ", \"vs_reference\": " + fixed(r.vs_reference, 3) +
+           ", \"reference_target\": " + json_string(r.reference_target) + ", \"routes\": " + json_string(r.routes) +
+           ", \"load\": " + std::to_string(r.load) +
+           ", \"one_thread_gelem_per_s\": " + fixed(r.one_thread_gelem_per_s, 4) +
            ", \"vs_one_thread\": " + fixed(r.vs_one_thread, 3) + "}";
     out += i + 1 < results.size() ? ",\n" : "\n";
   }
@@ -563,8 +578,8 @@ std::string to_json(const std::vector<BenchResult>& results) {
 
 std::string table_header(bool thread_columns) {
   char buffer[256];
-  std::snprintf(buffer, sizeof buffer, "%-46s %-6s %7s %10s %8s %8s %6s %8s %6s %-9s %6s", "case", "kernel", "threads", "Gelem/s",
-                "GB/s", "streamGB", "ratio", "ceilGe/s", "vsCeil", "ref", "vsRef");
+  std::snprintf(buffer, sizeof buffer, "%-46s %-6s %7s %10s %8s %8s %6s %8s %6s %-9s %6s", "case", "kernel", "threads",
+                "Gelem/s", "GB/s", "streamGB", "ratio", "ceilGe/s", "vsCeil", "ref", "vsRef");
   std::string header = buffer;
   if (thread_columns) {
     std::snprintf(buffer, sizeof buffer, " %4s %10s %6s", "load", "1T Gelem/s", "vs1T");
@@ -576,8 +591,8 @@ std::string table_header(bool thread_columns) {
 std::string table_row(const BenchResult& r) {
   char buffer[256];
   std::snprintf(buffer, sizeof buffer, "%-46s %-6s %7d %10.3f %8.2f %8.2f %6.2f %8.2f %6.2f %-9s %6.2f", r.name.c_str(),
-                r.kernel.c_str(), r.threads, r.gelem_per_s, r.gbps, r.stream_gbps, r.ratio, r.ceiling_gelem_per_s, r.ceiling_ratio,
-                r.reference.c_str(), r.vs_reference);
+                r.kernel.c_str(), r.threads, r.gelem_per_s, r.gbps, r.stream_gbps, r.ratio, r.ceiling_gelem_per_s,
+                r.ceiling_ratio, r.reference.c_str(), r.vs_reference);
   std::string row = buffer;
   if (r.vs_one_thread > 0) {
     std::snprintf(buffer, sizeof buffer, " %4d %10.3f %6.2f", r.load, r.one_thread_gelem_per_s, r.vs_one_thread);
@@ -587,7 +602,8 @@ std::string table_row(const BenchResult& r) {
 }
 
 std::string to_table(const std::vector<BenchResult>& results) {
-  const bool thread_columns = std::any_of(results.begin(), results.end(), [](const BenchResult& r) { return r.vs_one_thread > 0; });
+  const bool thread_columns =
+      std::any_of(results.begin(), results.end(), [](const BenchResult& r) { return r.vs_one_thread > 0; });
   std::string out = table_header(thread_columns) + "\n";
   for (const BenchResult& r : results) out += table_row(r) + "\n";
   return out;

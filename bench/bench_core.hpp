@@ -27,34 +27,34 @@ struct BenchOptions {
 };
 
 struct BenchResult {
-  std::string name;         // e.g. "quantize/float32->uint8/per-tensor"
-  std::string op;           // "quantize" or "dequantize"
-  std::string x;            // ONNX type names
+  std::string name;  // e.g. "quantize/float32->uint8/per-tensor"
+  std::string op;    // "quantize" or "dequantize"
+  std::string x;     // ONNX type names
   std::string y;
   std::string granularity;  // "per-tensor", "per-axis", "blocked-last", "blocked-axis0"
   int64_t block_size = 0;
   int64_t elements = 0;
   int threads = 1;
-  std::string kernel;       // "simd" or "scalar"
-  double seconds = 0;       // median time of one call (the mean, with compare_one_thread)
-  double gelem_per_s = 0;   // 1e9 elements per second
-  double gbps = 0;          // (bytes read + bytes written) / seconds / 1e9
-  double stream_gbps = 0;   // the streaming loop on the same bytes, same run (medians, the faster of
-                            // the runs before and after the kernel): the better of
+  std::string kernel;             // "simd" or "scalar"
+  double seconds = 0;             // median time of one call (the mean, with compare_one_thread)
+  double gelem_per_s = 0;         // 1e9 elements per second
+  double gbps = 0;                // (bytes read + bytes written) / seconds / 1e9
+  double stream_gbps = 0;         // the streaming loop on the same bytes, same run (medians, the faster of
+                                  // the runs before and after the kernel): the better of
   double stream_normal_gbps = 0;  // normal stores
   double stream_nt_gbps = 0;      // and non-temporal stores (with the fence at the end of each part)
-  double ratio = 0;         // gbps / stream_gbps
+  double ratio = 0;               // gbps / stream_gbps
   // The in-cache ceiling for the operation, same run, same element count and threads: quantize cases
   // against ceiling_quantize_int8, dequantize cases against ceiling_dequantize_uint8.
   double ceiling_gelem_per_s = 0;
-  double ceiling_ratio = 0;           // gelem_per_s / ceiling_gelem_per_s
-  std::string reference;              // the limit that applies: "ceiling" in cache, else "streaming"
-  double vs_reference = 0;            // ceiling_ratio or ratio, as `reference` says
-  std::string reference_target;       // the Highway target the reference loops ran on, e.g. "AVX3"
+  double ceiling_ratio = 0;      // gelem_per_s / ceiling_gelem_per_s
+  std::string reference;         // the limit that applies: "ceiling" in cache, else "streaming"
+  double vs_reference = 0;       // ceiling_ratio or ratio, as `reference` says
+  std::string reference_target;  // the Highway target the reference loops ran on, e.g. "AVX3"
   // How the kernel computes the quantize quotient here: "division" or "power-of-two reciprocal"
   // (the exact reciprocal routes will add theirs); empty for dequantize.
   std::string routes;
-  int load = 0;             // busy threads that ran beside it
+  int load = 0;                       // busy threads that ran beside it
   double one_thread_gelem_per_s = 0;  // the same case on one thread (compare_one_thread), else 0
   double vs_one_thread = 0;           // gelem_per_s / one_thread_gelem_per_s (compare_one_thread), else 0
 };

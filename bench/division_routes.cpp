@@ -39,7 +39,8 @@ namespace {
 enum class Route { kDivide, kMultiply, kMarkstein1, kMarkstein2, kCodesFma, kTieCheck };
 
 template <Route R>
-__attribute__((target("avx2,fma"), noinline)) void quantize_uint8(const float* x, uint8_t* y, int64_t n, float s, uint8_t zero_point) {
+__attribute__((target("avx2,fma"), noinline)) void quantize_uint8(const float* x, uint8_t* y, int64_t n, float s,
+                                                                  uint8_t zero_point) {
   const __m256 vs = _mm256_set1_ps(s);
   const __m256 vy = _mm256_set1_ps(1.0f / s);
   const __m256 lo = _mm256_set1_ps(-16777216.0f);
@@ -80,7 +81,8 @@ __attribute__((target("avx2,fma"), noinline)) void quantize_uint8(const float* x
     }
     const __m256i ab = _mm256_packs_epi32(codes[0], codes[1]);
     const __m256i cd = _mm256_packs_epi32(codes[2], codes[3]);
-    const __m256i bytes = _mm256_permutevar8x32_epi32(_mm256_packus_epi16(ab, cd), _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+    const __m256i bytes =
+        _mm256_permutevar8x32_epi32(_mm256_packus_epi16(ab, cd), _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(y + i), bytes);
   }
 }
@@ -88,9 +90,8 @@ __attribute__((target("avx2,fma"), noinline)) void quantize_uint8(const float* x
 /// The same routes at 512 bits (AVX-512F/BW: the Intel machines where vdivps is slowest): 64
 /// elements per iteration, packed with two saturating packs and one lane permute.
 template <Route R>
-__attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,fma"), noinline)) void quantize_uint8_avx512(const float* x, uint8_t* y,
-                                                                                                      int64_t n, float s,
-                                                                                                      uint8_t zero_point) {
+__attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,fma"), noinline)) void quantize_uint8_avx512(
+    const float* x, uint8_t* y, int64_t n, float s, uint8_t zero_point) {
   const __m512 vs = _mm512_set1_ps(s);
   const __m512 vy = _mm512_set1_ps(1.0f / s);
   const __m512 lo = _mm512_set1_ps(-16777216.0f);
@@ -155,8 +156,8 @@ const std::vector<float>& input() {
 }
 
 bool has_avx512() {
-  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq") &&
-         __builtin_cpu_supports("avx512vl");
+  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+         __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl");
 }
 
 template <Route R, int kBits>
@@ -195,17 +196,19 @@ __attribute__((target("avx2,fma"))) int64_t markstein1_exhaustive(float s) {
   const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7FFFFFFF));
   int64_t wrong = 0, kept = 0;
   for (uint64_t first = 0; first < (uint64_t{1} << 32); first += 8) {
-    const __m256 v = _mm256_castsi256_ps(_mm256_add_epi32(_mm256_set1_epi32(static_cast<int32_t>(first)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7)));
+    const __m256 v = _mm256_castsi256_ps(
+        _mm256_add_epi32(_mm256_set1_epi32(static_cast<int32_t>(first)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7)));
     const __m256 q0 = _mm256_mul_ps(v, vy);
     const __m256 q1 = _mm256_fmadd_ps(_mm256_fnmadd_ps(q0, vs, v), vy, q0);
     const __m256 a = _mm256_and_ps(q0, abs_mask);
-    const int in_range = _mm256_movemask_ps(_mm256_and_ps(_mm256_cmp_ps(a, q_min, _CMP_GE_OQ), _mm256_cmp_ps(a, q_max, _CMP_LE_OQ)));
+    const int in_range =
+        _mm256_movemask_ps(_mm256_and_ps(_mm256_cmp_ps(a, q_min, _CMP_GE_OQ), _mm256_cmp_ps(a, q_max, _CMP_LE_OQ)));
     const __m256i same = _mm256_cmpeq_epi32(_mm256_castps_si256(q1), _mm256_castps_si256(_mm256_div_ps(v, vs)));
     wrong += __builtin_popcount(in_range & ~_mm256_movemask_ps(_mm256_castsi256_ps(same)));
     kept += __builtin_popcount(in_range);
   }
-  std::printf("scale %a: %lld of 2^32 x corrected, %lld differ from the division\n", static_cast<double>(s), static_cast<long long>(kept),
-              static_cast<long long>(wrong));
+  std::printf("scale %a: %lld of 2^32 x corrected, %lld differ from the division\n", static_cast<double>(s),
+              static_cast<long long>(kept), static_cast<long long>(wrong));
   return wrong;
 }
 

@@ -57,10 +57,17 @@ int register_all() {
   for (const CaseInfo& info : qdq::bench::all_cases()) {
     for (int64_t elements : {int64_t{16384}, large}) {
       const std::string suffix = "/" + std::to_string(elements);
-      benchmark::RegisterBenchmark((info.name + suffix + "/simd").c_str(), run_kernel, &info, elements, false)->Arg(1)->Arg(2)->UseRealTime();
-      benchmark::RegisterBenchmark((info.name + suffix + "/scalar").c_str(), run_kernel, &info, elements, true)->Arg(1)->UseRealTime();
-      benchmark::RegisterBenchmark((info.name + suffix + "/stream").c_str(), run_stream, &info, elements, false)->UseRealTime();
-      benchmark::RegisterBenchmark((info.name + suffix + "/stream-nt").c_str(), run_stream, &info, elements, true)->UseRealTime();
+      benchmark::RegisterBenchmark((info.name + suffix + "/simd").c_str(), run_kernel, &info, elements, false)
+          ->Arg(1)
+          ->Arg(2)
+          ->UseRealTime();
+      benchmark::RegisterBenchmark((info.name + suffix + "/scalar").c_str(), run_kernel, &info, elements, true)
+          ->Arg(1)
+          ->UseRealTime();
+      benchmark::RegisterBenchmark((info.name + suffix + "/stream").c_str(), run_stream, &info, elements, false)
+          ->UseRealTime();
+      benchmark::RegisterBenchmark((info.name + suffix + "/stream-nt").c_str(), run_stream, &info, elements, true)
+          ->UseRealTime();
     }
   }
   return 0;

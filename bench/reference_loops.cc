@@ -9,8 +9,8 @@
 
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "reference_loops.cc"
-#include "hwy/foreach_target.h"  // IWYU pragma: keep
 #include "hwy/cache_control.h"
+#include "hwy/foreach_target.h"  // IWYU pragma: keep
 #include "hwy/highway.h"
 
 HWY_BEFORE_NAMESPACE();
@@ -27,7 +27,8 @@ void StreamReduce(const uint8_t* HWY_RESTRICT in, uint8_t* HWY_RESTRICT out, siz
   const size_t step = hn::Lanes(d) * 8;
   for (size_t j = 0; j < out_bytes; j += step) {
     auto acc = hn::Load(d, reinterpret_cast<const uint64_t*>(in + j * R));
-    for (int t = 1; t < R; ++t) acc = hn::Xor(acc, hn::Load(d, reinterpret_cast<const uint64_t*>(in + j * R + t * step)));
+    for (int t = 1; t < R; ++t)
+      acc = hn::Xor(acc, hn::Load(d, reinterpret_cast<const uint64_t*>(in + j * R + t * step)));
     if constexpr (kNonTemporal) {
       hn::Stream(acc, d, reinterpret_cast<uint64_t*>(out + j));
     } else {
@@ -82,7 +83,8 @@ void StreamRange(const uint8_t* in, uint64_t in_bytes, uint8_t* out, uint64_t ou
   }
 }
 
-void CeilingQuantizeInt8(const float* HWY_RESTRICT x, int8_t* HWY_RESTRICT y, int64_t n, float inverse_scale, int32_t zero_point) {
+void CeilingQuantizeInt8(const float* HWY_RESTRICT x, int8_t* HWY_RESTRICT y, int64_t n, float inverse_scale,
+                         int32_t zero_point) {
   const hn::ScalableTag<float> df;
   const hn::RebindToSigned<decltype(df)> di;
   const auto vinv = hn::Set(df, inverse_scale);
@@ -104,7 +106,8 @@ void CeilingQuantizeInt8(const float* HWY_RESTRICT x, int8_t* HWY_RESTRICT y, in
   for (int64_t i = 0; i < n; i += 4 * lanes) {
     const __m256i ab = _mm256_packs_epi32(code(i).raw, code(i + lanes).raw);
     const __m256i cd = _mm256_packs_epi32(code(i + 2 * lanes).raw, code(i + 3 * lanes).raw);
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(y + i), _mm256_permutevar8x32_epi32(_mm256_packs_epi16(ab, cd), order));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(y + i),
+                        _mm256_permutevar8x32_epi32(_mm256_packs_epi16(ab, cd), order));
   }
 #endif
 #else
@@ -113,7 +116,8 @@ void CeilingQuantizeInt8(const float* HWY_RESTRICT x, int8_t* HWY_RESTRICT y, in
 #endif
 }
 
-void CeilingDequantizeUint8(const uint8_t* HWY_RESTRICT x, float* HWY_RESTRICT y, int64_t n, float scale, float offset) {
+void CeilingDequantizeUint8(const uint8_t* HWY_RESTRICT x, float* HWY_RESTRICT y, int64_t n, float scale,
+                            float offset) {
   const hn::ScalableTag<float> df;
   const hn::RebindToSigned<decltype(df)> di;
   const hn::Rebind<uint8_t, decltype(di)> d8;
@@ -150,7 +154,8 @@ struct Loops {
   int64_t target;
 };
 
-#define QDQ_BENCH_LOOPS(N) Loops{&N::StreamRange, &N::CeilingQuantizeInt8, &N::CeilingDequantizeUint8, N::Target()}
+#define QDQ_BENCH_LOOPS(N) \
+  Loops { &N::StreamRange, &N::CeilingQuantizeInt8, &N::CeilingDequantizeUint8, N::Target() }
 
 /// The best compiled target this CPU runs, chosen here rather than by libhwy's dispatch so that
 /// the qdq CLI, which links the bench core, needs Highway's headers only, as the library does.

@@ -33,11 +33,13 @@ bool same_tensor(const onnx::Tensor& a, const onnx::Tensor& b) {
 /// A tensor that parsed must be well-formed and survive both serializations unchanged.
 void check_tensor(const onnx::Tensor& t, const std::string& what) {
   const uint64_t count = qdq::element_count(t.shape);
-  QDQ_FUZZ_CHECK(t.data.size() == qdq::storage_bytes(t.type, count), what + ": data size does not match type and shape");
+  QDQ_FUZZ_CHECK(t.data.size() == qdq::storage_bytes(t.type, count),
+                 what + ": data size does not match type and shape");
   for (bool typed : {false, true}) {
     const std::string bytes = onnx::serialize_tensor(t, typed);
     const onnx::Tensor back = onnx::parse_tensor(bytes, what + " (re-parsed)");
-    QDQ_FUZZ_CHECK(same_tensor(t, back), what + ": serialize/parse round trip changed the tensor (typed " + std::to_string(typed) + ")");
+    QDQ_FUZZ_CHECK(same_tensor(t, back),
+                   what + ": serialize/parse round trip changed the tensor (typed " + std::to_string(typed) + ")");
     QDQ_FUZZ_CHECK(back.name == t.name, what + ": round trip changed the name");
   }
   QDQ_FUZZ_CHECK(!onnx::compare_tensors(t, t, "t").has_value(), what + ": a tensor differs from itself");
@@ -78,7 +80,8 @@ bool synthesize_inputs(const onnx::Model& model, const uint8_t* data, size_t siz
     const int bits = qdq::bit_width(type);
     const uint64_t count = qdq::element_count(shape);
     if (bits < 8 && !t.data.empty() && count % static_cast<uint64_t>(8 / bits) != 0) {
-      t.data.back() &= static_cast<uint8_t>((1u << (count % static_cast<uint64_t>(8 / bits) * static_cast<uint64_t>(bits))) - 1u);
+      t.data.back() &=
+          static_cast<uint8_t>((1u << (count % static_cast<uint64_t>(8 / bits) * static_cast<uint64_t>(bits))) - 1u);
     }
     out.push_back(std::move(t));
   }
@@ -94,14 +97,16 @@ int run_onnx_case(const uint8_t* data, size_t size) {
     const onnx::Tensor t = onnx::parse_tensor(bytes, "fuzz.pb");
     check_tensor(t, "fuzz.pb");
   } catch (const qdq::Error& e) {
-    QDQ_FUZZ_CHECK(std::strncmp(e.what(), "fuzz.pb", 7) == 0, std::string("message does not start with the file: ") + e.what());
+    QDQ_FUZZ_CHECK(std::strncmp(e.what(), "fuzz.pb", 7) == 0,
+                   std::string("message does not start with the file: ") + e.what());
   }
 
   onnx::Model model;
   try {
     model = onnx::parse_model(bytes, "fuzz.onnx");
   } catch (const qdq::Error& e) {
-    QDQ_FUZZ_CHECK(std::strncmp(e.what(), "fuzz.onnx", 9) == 0, std::string("message does not start with the file: ") + e.what());
+    QDQ_FUZZ_CHECK(std::strncmp(e.what(), "fuzz.onnx", 9) == 0,
+                   std::string("message does not start with the file: ") + e.what());
     return 0;
   }
   for (const onnx::Tensor& init : model.initializers) check_tensor(init, "initializer '" + init.name + "'");
@@ -114,12 +119,15 @@ int run_onnx_case(const uint8_t* data, size_t size) {
   try {
     outputs = onnx::run_model(model, inputs, options);
   } catch (const qdq::Error& e) {
-    QDQ_FUZZ_CHECK(std::strncmp(e.what(), "fuzz.onnx", 9) == 0, std::string("message does not start with the file: ") + e.what());
+    QDQ_FUZZ_CHECK(std::strncmp(e.what(), "fuzz.onnx", 9) == 0,
+                   std::string("message does not start with the file: ") + e.what());
     return 0;
   }
-  QDQ_FUZZ_CHECK(outputs.size() == model.outputs.size(), "run_model returned a different number of outputs than the graph has");
+  QDQ_FUZZ_CHECK(outputs.size() == model.outputs.size(),
+                 "run_model returned a different number of outputs than the graph has");
   for (const onnx::Tensor& out : outputs) {
-    QDQ_FUZZ_CHECK(out.data.size() == qdq::storage_bytes(out.type, qdq::element_count(out.shape)), "output '" + out.name + "' is malformed");
+    QDQ_FUZZ_CHECK(out.data.size() == qdq::storage_bytes(out.type, qdq::element_count(out.shape)),
+                   "output '" + out.name + "' is malformed");
   }
   // The scalar kernels (and, for larger tensors, two threads) must agree bit for bit.
   qdq::ExecutionOptions scalar;
@@ -128,7 +136,8 @@ int run_onnx_case(const uint8_t* data, size_t size) {
   const std::vector<onnx::Tensor> again = onnx::run_model(model, inputs, scalar);
   QDQ_FUZZ_CHECK(again.size() == outputs.size(), "output count differs between runs");
   for (size_t k = 0; k < outputs.size(); ++k) {
-    QDQ_FUZZ_CHECK(same_tensor(outputs[k], again[k]), "output " + std::to_string(k) + " differs between the default and scalar kernels");
+    QDQ_FUZZ_CHECK(same_tensor(outputs[k], again[k]),
+                   "output " + std::to_string(k) + " differs between the default and scalar kernels");
   }
   return 0;
 }

@@ -26,7 +26,7 @@ namespace {
 using qdq::DataType;
 using T = DataType;
 
-constexpr uint64_t kMaxInputBytes = 1u << 20;   // largest input buffer the harness allocates
+constexpr uint64_t kMaxInputBytes = 1u << 20;    // largest input buffer the harness allocates
 constexpr uint64_t kMaxOutputBytes = 16u << 20;  // largest output buffer
 constexpr int64_t kTaskGrain = 32768;            // qdq's task size (src/parallel.hpp)
 
@@ -35,9 +35,9 @@ constexpr int64_t kTaskGrain = 32768;            // qdq's task size (src/paralle
   std::fflush(stderr);
   std::abort();
 }
-#define QDQ_FUZZ_CHECK(cond, detail)           \
-  do {                                         \
-    if (!(cond)) violated(#cond, (detail));    \
+#define QDQ_FUZZ_CHECK(cond, detail)        \
+  do {                                      \
+    if (!(cond)) violated(#cond, (detail)); \
   } while (0)
 
 // ------------------------------------------------------------------------------------------------
@@ -129,13 +129,31 @@ int64_t pick_opset(Input& in) {
 
 int bits_of(T t) {
   switch (static_cast<int32_t>(t)) {
-    case 1: case 6: case 12: return 32;
-    case 2: case 3: case 9: case 17: case 18: case 19: case 20: case 24: return 8;
-    case 4: case 5: case 10: case 16: return 16;
-    case 7: case 11: case 13: case 14: return 64;
+    case 1:
+    case 6:
+    case 12: return 32;
+    case 2:
+    case 3:
+    case 9:
+    case 17:
+    case 18:
+    case 19:
+    case 20:
+    case 24: return 8;
+    case 4:
+    case 5:
+    case 10:
+    case 16: return 16;
+    case 7:
+    case 11:
+    case 13:
+    case 14: return 64;
     case 15: return 128;
-    case 21: case 22: case 23: return 4;
-    case 25: case 26: return 2;
+    case 21:
+    case 22:
+    case 23: return 4;
+    case 25:
+    case 26: return 2;
     default: return 0;  // UNDEFINED, STRING, unknown numbers
   }
 }
@@ -185,9 +203,10 @@ struct Buffer {
 };
 
 float special_float(Rng& rng) {
-  static constexpr uint32_t kBits[] = {0x00000000, 0x80000000, 0x3F800000, 0xBF800000, 0x3F000000, 0x3FC00000, 0x40200000,
-                                       0x42FF0000, 0x7F800000, 0xFF800000, 0x7FC00000, 0xFFC00001, 0x00000001, 0x807FFFFF,
-                                       0x7F7FFFFF, 0xFF7FFFFF, 0x43800000, 0x4B000001, 0x3C808081, 0x3B808081};
+  static constexpr uint32_t kBits[] = {0x00000000, 0x80000000, 0x3F800000, 0xBF800000, 0x3F000000,
+                                       0x3FC00000, 0x40200000, 0x42FF0000, 0x7F800000, 0xFF800000,
+                                       0x7FC00000, 0xFFC00001, 0x00000001, 0x807FFFFF, 0x7F7FFFFF,
+                                       0xFF7FFFFF, 0x43800000, 0x4B000001, 0x3C808081, 0x3B808081};
   const uint64_t r = rng.next();
   if ((r & 3) == 0) return std::bit_cast<float>(kBits[(r >> 2) % std::size(kBits)]);
   if ((r & 3) == 1) return std::bit_cast<float>(static_cast<uint32_t>(r >> 32));
@@ -212,7 +231,9 @@ void fill(Input& in, Buffer& b) {
     for (size_t i = 0; i + 2 <= b.bytes.size(); i += 2) {
       const uint64_t r = rng.next();
       uint16_t h = static_cast<uint16_t>(r);
-      if (r & (1ull << 40)) h = static_cast<uint16_t>((h & 0x83FF) | ((b.type == T::kFloat16 ? 0x3800 : 0x3F00) + ((r >> 20) & 0x3) * 0x0400));
+      if (r & (1ull << 40))
+        h = static_cast<uint16_t>((h & 0x83FF) |
+                                  ((b.type == T::kFloat16 ? 0x3800 : 0x3F00) + ((r >> 20) & 0x3) * 0x0400));
       std::memcpy(b.bytes.data() + i, &h, 2);
     }
     return;
@@ -272,8 +293,8 @@ struct Output {
 
 /// The output the harness hands over: usually exactly what *_output said; sometimes wrong on
 /// purpose (then `honest` is false and the call must fail). When *_output failed, a guess.
-Output make_output(Input& in, const std::optional<qdq::TensorSpec>& spec, T guess_type, const std::vector<int64_t>& guess_shape,
-                   bool& honest) {
+Output make_output(Input& in, const std::optional<qdq::TensorSpec>& spec, T guess_type,
+                   const std::vector<int64_t>& guess_shape, bool& honest) {
   Output y;
   y.type = spec ? spec->type : guess_type;
   y.shape = spec ? spec->shape : guess_shape;
@@ -292,7 +313,10 @@ Output make_output(Input& in, const std::optional<qdq::TensorSpec>& spec, T gues
       case 1: y.shape.push_back(1); break;
       case 2: size += 1; break;
       case 3: size = size > 0 ? size - 1 : 2; break;
-      case 4: y.null = true; if (size == 0) size = 1; break;
+      case 4:
+        y.null = true;
+        if (size == 0) size = 1;
+        break;
     }
   }
   if (size > kMaxOutputBytes) {
@@ -354,7 +378,10 @@ std::vector<qdq::ExecutionOptions> variants(int64_t elements) {
     qdq::ExecutionOptions threaded;
     switch (elements % 3) {
       case 0: threaded.num_threads = 2; break;
-      case 1: threaded.parallel_for = backwards_parallel_for(); threaded.force_scalar = true; break;
+      case 1:
+        threaded.parallel_for = backwards_parallel_for();
+        threaded.force_scalar = true;
+        break;
       default: threaded.parallel_for = threads_parallel_for(); break;
     }
     out.push_back(threaded);
@@ -389,10 +416,18 @@ bool holds_nan(const Buffer& b) {
     uint32_t v = 0;
     std::memcpy(&v, &b.bytes[i], width);  // little endian
     switch (b.type) {
-      case T::kFloat: if ((v & 0x7F800000u) == 0x7F800000u && (v & 0x007FFFFFu) != 0) return true; break;
-      case T::kFloat16: if ((v & 0x7C00u) == 0x7C00u && (v & 0x03FFu) != 0) return true; break;
-      case T::kBFloat16: if ((v & 0x7F80u) == 0x7F80u && (v & 0x007Fu) != 0) return true; break;
-      case T::kFloat8E8M0: if (v == 0xFFu) return true; break;
+      case T::kFloat:
+        if ((v & 0x7F800000u) == 0x7F800000u && (v & 0x007FFFFFu) != 0) return true;
+        break;
+      case T::kFloat16:
+        if ((v & 0x7C00u) == 0x7C00u && (v & 0x03FFu) != 0) return true;
+        break;
+      case T::kBFloat16:
+        if ((v & 0x7F80u) == 0x7F80u && (v & 0x007Fu) != 0) return true;
+        break;
+      case T::kFloat8E8M0:
+        if (v == 0xFFu) return true;
+        break;
       default: return false;
     }
   }
@@ -480,8 +515,15 @@ Layout layout_of(const std::vector<int64_t>& x, const std::vector<int64_t>& scal
 
 bool is_integer(T t) {
   switch (t) {
-    case T::kUint8: case T::kInt8: case T::kUint16: case T::kInt16: case T::kInt32:
-    case T::kUint4: case T::kInt4: case T::kUint2: case T::kInt2: return true;
+    case T::kUint8:
+    case T::kInt8:
+    case T::kUint16:
+    case T::kInt16:
+    case T::kInt32:
+    case T::kUint4:
+    case T::kInt4:
+    case T::kUint2:
+    case T::kInt2: return true;
     default: return false;
   }
 }
@@ -491,13 +533,31 @@ int64_t load_int(const std::vector<uint8_t>& b, T t, int64_t k) {
   switch (t) {
     case T::kUint8: return p[k];
     case T::kInt8: return static_cast<int8_t>(p[k]);
-    case T::kUint16: { uint16_t v; std::memcpy(&v, p + 2 * k, 2); return v; }
-    case T::kInt16: { int16_t v; std::memcpy(&v, p + 2 * k, 2); return v; }
-    case T::kInt32: { int32_t v; std::memcpy(&v, p + 4 * k, 4); return v; }
+    case T::kUint16: {
+      uint16_t v;
+      std::memcpy(&v, p + 2 * k, 2);
+      return v;
+    }
+    case T::kInt16: {
+      int16_t v;
+      std::memcpy(&v, p + 2 * k, 2);
+      return v;
+    }
+    case T::kInt32: {
+      int32_t v;
+      std::memcpy(&v, p + 4 * k, 4);
+      return v;
+    }
     case T::kUint4: return (p[k / 2] >> (4 * (k % 2))) & 0xF;
-    case T::kInt4: { const int v = (p[k / 2] >> (4 * (k % 2))) & 0xF; return v >= 8 ? v - 16 : v; }
+    case T::kInt4: {
+      const int v = (p[k / 2] >> (4 * (k % 2))) & 0xF;
+      return v >= 8 ? v - 16 : v;
+    }
     case T::kUint2: return (p[k / 4] >> (2 * (k % 4))) & 0x3;
-    case T::kInt2: { const int v = (p[k / 4] >> (2 * (k % 4))) & 0x3; return v >= 2 ? v - 4 : v; }
+    case T::kInt2: {
+      const int v = (p[k / 4] >> (2 * (k % 4))) & 0x3;
+      return v >= 2 ? v - 4 : v;
+    }
     default: return 0;
   }
 }
@@ -510,14 +570,38 @@ float load_float(const std::vector<uint8_t>& b, int64_t k) {
 
 void range_of(T t, int64_t& lo, int64_t& hi) {
   switch (t) {
-    case T::kUint8: lo = 0; hi = 255; return;
-    case T::kInt8: lo = -128; hi = 127; return;
-    case T::kUint16: lo = 0; hi = 65535; return;
-    case T::kInt16: lo = -32768; hi = 32767; return;
-    case T::kUint4: lo = 0; hi = 15; return;
-    case T::kInt4: lo = -8; hi = 7; return;
-    case T::kUint2: lo = 0; hi = 3; return;
-    case T::kInt2: lo = -2; hi = 1; return;
+    case T::kUint8:
+      lo = 0;
+      hi = 255;
+      return;
+    case T::kInt8:
+      lo = -128;
+      hi = 127;
+      return;
+    case T::kUint16:
+      lo = 0;
+      hi = 65535;
+      return;
+    case T::kInt16:
+      lo = -32768;
+      hi = 32767;
+      return;
+    case T::kUint4:
+      lo = 0;
+      hi = 15;
+      return;
+    case T::kInt4:
+      lo = -8;
+      hi = 7;
+      return;
+    case T::kUint2:
+      lo = 0;
+      hi = 3;
+      return;
+    case T::kInt2:
+      lo = -2;
+      hi = 1;
+      return;
     default: lo = hi = 0; return;
   }
 }
@@ -555,9 +639,9 @@ void quantize_oracle(const Buffer& x, const Buffer& scale, const Buffer* zp, con
       v = static_cast<int64_t>(std::clamp(r, static_cast<double>(lo), static_cast<double>(hi)));
     }
     const int64_t got = load_int(y.bytes, y.type, k);
-    QDQ_FUZZ_CHECK(got == v, "QuantizeLinear element " + std::to_string(k) + " of " + qdq::data_type_name(y.type) + " is " +
-                                 std::to_string(got) + ", expected " + std::to_string(v) + " (x shape " + describe_shape(x.shape) +
-                                 ", scale shape " + describe_shape(scale.shape) + ")");
+    QDQ_FUZZ_CHECK(got == v, "QuantizeLinear element " + std::to_string(k) + " of " + qdq::data_type_name(y.type) +
+                                 " is " + std::to_string(got) + ", expected " + std::to_string(v) + " (x shape " +
+                                 describe_shape(x.shape) + ", scale shape " + describe_shape(scale.shape) + ")");
   });
 }
 
@@ -573,10 +657,12 @@ void dequantize_oracle(const Buffer& x, const Buffer& scale, const Buffer* zp, c
     if (zp) d -= load_int(zp->bytes, zp->type, p);
     const float expected = static_cast<float>(d) * load_float(scale.bytes, p);
     const float got = load_float(y.bytes, k);
-    const bool same = std::bit_cast<uint32_t>(expected) == std::bit_cast<uint32_t>(got) || (std::isnan(expected) && std::isnan(got));
-    QDQ_FUZZ_CHECK(same, "DequantizeLinear element " + std::to_string(k) + " is " + std::to_string(got) + ", expected " +
-                             std::to_string(expected) + " (x " + qdq::data_type_name(x.type) + " shape " + describe_shape(x.shape) +
-                             ", scale shape " + describe_shape(scale.shape) + ")");
+    const bool same =
+        std::bit_cast<uint32_t>(expected) == std::bit_cast<uint32_t>(got) || (std::isnan(expected) && std::isnan(got));
+    QDQ_FUZZ_CHECK(same, "DequantizeLinear element " + std::to_string(k) + " is " + std::to_string(got) +
+                             ", expected " + std::to_string(expected) + " (x " + qdq::data_type_name(x.type) +
+                             " shape " + describe_shape(x.shape) + ", scale shape " + describe_shape(scale.shape) +
+                             ")");
   });
 }
 
@@ -628,8 +714,8 @@ void run_quantize(Input& in) {
   a.precision = pick_attribute(in, {1, 10, 16, 0, 11, 6});
   const T x_type = pick_type(in, {T::kFloat, T::kFloat, T::kFloat16, T::kBFloat16, T::kInt32});
   const uint8_t scale_choice = in.u8();
-  const T scale_type = scale_choice < 128 ? x_type
-                                          : pick_type(in, {T::kFloat, T::kFloat16, T::kBFloat16, T::kInt32, T::kFloat8E8M0});
+  const T scale_type =
+      scale_choice < 128 ? x_type : pick_type(in, {T::kFloat, T::kFloat16, T::kBFloat16, T::kInt32, T::kFloat8E8M0});
   const std::vector<int64_t> x_shape = pick_shape(in);
   const std::vector<int64_t> scale_shape = pick_param_shape(in, x_shape, a.axis, a.block_size);
   const uint8_t zp_mode = in.u8();
@@ -637,10 +723,11 @@ void run_quantize(Input& in) {
   T zp_type = T::kUndefined;
   std::vector<int64_t> zp_shape;
   if (has_zp) {
-    zp_type = zp_mode < 64 && a.output_dtype && *a.output_dtype > 0 && *a.output_dtype < 64
-                  ? static_cast<T>(*a.output_dtype)
-                  : pick_type(in, {T::kUint8, T::kInt8, T::kUint16, T::kInt16, T::kInt4, T::kUint4, T::kInt2, T::kUint2,
-                                   T::kFloat8E4M3FN, T::kFloat8E4M3FNUZ, T::kFloat8E5M2, T::kFloat8E5M2FNUZ, T::kFloat4E2M1});
+    zp_type =
+        zp_mode < 64 && a.output_dtype && *a.output_dtype > 0 && *a.output_dtype < 64
+            ? static_cast<T>(*a.output_dtype)
+            : pick_type(in, {T::kUint8, T::kInt8, T::kUint16, T::kInt16, T::kInt4, T::kUint4, T::kInt2, T::kUint2,
+                             T::kFloat8E4M3FN, T::kFloat8E4M3FNUZ, T::kFloat8E5M2, T::kFloat8E5M2FNUZ, T::kFloat4E2M1});
     zp_shape = zp_mode % 8 == 0 ? pick_shape(in) : scale_shape;
   }
 
@@ -659,11 +746,14 @@ void run_quantize(Input& in) {
     spec = qdq::quantize_linear_output(a, xv, sv, zp ? &zv : nullptr);
   } catch (const qdq::Error& e) {
     spec_error = e.what();
-    QDQ_FUZZ_CHECK(starts_with(e.what(), "QuantizeLinear"), std::string("message does not name the operator: ") + e.what());
+    QDQ_FUZZ_CHECK(starts_with(e.what(), "QuantizeLinear"),
+                   std::string("message does not name the operator: ") + e.what());
   }
-  if (!consistent) QDQ_FUZZ_CHECK(!spec, "quantize_linear_output accepted a buffer whose size does not match its shape and type");
+  if (!consistent)
+    QDQ_FUZZ_CHECK(!spec, "quantize_linear_output accepted a buffer whose size does not match its shape and type");
   if (spec) {
-    QDQ_FUZZ_CHECK(spec->shape == x_shape, "output shape " + describe_shape(spec->shape) + " != x shape " + describe_shape(x_shape));
+    QDQ_FUZZ_CHECK(spec->shape == x_shape,
+                   "output shape " + describe_shape(spec->shape) + " != x shape " + describe_shape(x_shape));
     const auto b = bytes_of(spec->type, spec->shape);
     QDQ_FUZZ_CHECK(b && *b == spec->size_bytes, "output size_bytes does not match its type and shape");
     if (zp) QDQ_FUZZ_CHECK(spec->type == zp->type, "output type differs from the zero point's");
@@ -681,8 +771,9 @@ void run_quantize(Input& in) {
     ok = false;
     trace(std::string("QuantizeLinear error: ") + e.what());
     QDQ_FUZZ_CHECK(y.poisoned(), std::string("quantize_linear wrote its output and then failed: ") + e.what());
-    if (!spec) QDQ_FUZZ_CHECK(spec_error == e.what(), "quantize_linear and quantize_linear_output fail differently: '" + spec_error +
-                                                          "' vs '" + e.what() + "'");
+    if (!spec)
+      QDQ_FUZZ_CHECK(spec_error == e.what(), "quantize_linear and quantize_linear_output fail differently: '" +
+                                                 spec_error + "' vs '" + e.what() + "'");
   }
   if (!spec || !honest) {
     QDQ_FUZZ_CHECK(!ok, "quantize_linear accepted an output that quantize_linear_output did not describe");
@@ -690,18 +781,19 @@ void run_quantize(Input& in) {
   }
   QDQ_FUZZ_CHECK(ok, "quantize_linear failed where quantize_linear_output succeeded");
   const auto n = static_cast<int64_t>(*count_of(x_shape));
-  trace("QuantizeLinear ok: " + std::to_string(n) + " elements, x " + qdq::data_type_name(x.type) + " " + describe_shape(x_shape) +
-        ", scale " + qdq::data_type_name(scale.type) + " " + describe_shape(scale.shape) + ", y " + qdq::data_type_name(y.type));
+  trace("QuantizeLinear ok: " + std::to_string(n) + " elements, x " + qdq::data_type_name(x.type) + " " +
+        describe_shape(x_shape) + ", scale " + qdq::data_type_name(scale.type) + " " + describe_shape(scale.shape) +
+        ", y " + qdq::data_type_name(y.type));
   check_padding(y.type, static_cast<uint64_t>(n), y.bytes, "QuantizeLinear");
   quantize_oracle(x, scale, zp, a, y);
   for (const qdq::ExecutionOptions& o : variants(n)) {
     Output again = y;
     again.poison();
     qdq::quantize_linear(a, xv, sv, zp ? &zv : nullptr, again.view(), o);
-    QDQ_FUZZ_CHECK(again.bytes == y.bytes, "QuantizeLinear differs between kernels/threads (force_scalar " +
-                                               std::to_string(o.force_scalar) + ", threads " + std::to_string(o.num_threads) +
-                                               ", parallel_for " + std::to_string(bool(o.parallel_for)) + "): " +
-                                               hex_diff(y.bytes, again.bytes));
+    QDQ_FUZZ_CHECK(again.bytes == y.bytes,
+                   "QuantizeLinear differs between kernels/threads (force_scalar " + std::to_string(o.force_scalar) +
+                       ", threads " + std::to_string(o.num_threads) + ", parallel_for " +
+                       std::to_string(bool(o.parallel_for)) + "): " + hex_diff(y.bytes, again.bytes));
   }
 }
 
@@ -711,8 +803,9 @@ void run_dequantize(Input& in) {
   a.axis = pick_attribute(in, {0, 1, -1, 2, -2, 3, 4, -5});
   a.block_size = pick_attribute(in, {1, 2, 3, 4, 16, 32, 0, -2});
   a.output_dtype = pick_attribute(in, {1, 10, 16, 0, 2, 24, 11});
-  const T x_type = pick_type(in, {T::kUint8, T::kInt8, T::kUint16, T::kInt16, T::kInt32, T::kInt4, T::kUint4, T::kInt2, T::kUint2,
-                                  T::kFloat8E4M3FN, T::kFloat8E4M3FNUZ, T::kFloat8E5M2, T::kFloat8E5M2FNUZ, T::kFloat4E2M1});
+  const T x_type =
+      pick_type(in, {T::kUint8, T::kInt8, T::kUint16, T::kInt16, T::kInt32, T::kInt4, T::kUint4, T::kInt2, T::kUint2,
+                     T::kFloat8E4M3FN, T::kFloat8E4M3FNUZ, T::kFloat8E5M2, T::kFloat8E5M2FNUZ, T::kFloat4E2M1});
   const T scale_type = pick_type(in, {T::kFloat, T::kFloat, T::kFloat16, T::kBFloat16, T::kFloat8E8M0});
   const std::vector<int64_t> x_shape = pick_shape(in);
   const std::vector<int64_t> scale_shape = pick_param_shape(in, x_shape, a.axis, a.block_size);
@@ -721,7 +814,8 @@ void run_dequantize(Input& in) {
   T zp_type = T::kUndefined;
   std::vector<int64_t> zp_shape;
   if (has_zp) {
-    zp_type = zp_mode < 128 ? x_type : pick_type(in, {T::kUint8, T::kInt8, T::kInt32, T::kFloat8E4M3FN, T::kFloat4E2M1});
+    zp_type =
+        zp_mode < 128 ? x_type : pick_type(in, {T::kUint8, T::kInt8, T::kInt32, T::kFloat8E4M3FN, T::kFloat4E2M1});
     zp_shape = zp_mode % 8 == 0 ? pick_shape(in) : scale_shape;
   }
 
@@ -740,11 +834,14 @@ void run_dequantize(Input& in) {
     spec = qdq::dequantize_linear_output(a, xv, sv, zp ? &zv : nullptr);
   } catch (const qdq::Error& e) {
     spec_error = e.what();
-    QDQ_FUZZ_CHECK(starts_with(e.what(), "DequantizeLinear"), std::string("message does not name the operator: ") + e.what());
+    QDQ_FUZZ_CHECK(starts_with(e.what(), "DequantizeLinear"),
+                   std::string("message does not name the operator: ") + e.what());
   }
-  if (!consistent) QDQ_FUZZ_CHECK(!spec, "dequantize_linear_output accepted a buffer whose size does not match its shape and type");
+  if (!consistent)
+    QDQ_FUZZ_CHECK(!spec, "dequantize_linear_output accepted a buffer whose size does not match its shape and type");
   if (spec) {
-    QDQ_FUZZ_CHECK(spec->shape == x_shape, "output shape " + describe_shape(spec->shape) + " != x shape " + describe_shape(x_shape));
+    QDQ_FUZZ_CHECK(spec->shape == x_shape,
+                   "output shape " + describe_shape(spec->shape) + " != x shape " + describe_shape(x_shape));
     QDQ_FUZZ_CHECK(spec->type == T::kFloat || spec->type == T::kFloat16 || spec->type == T::kBFloat16,
                    "DequantizeLinear output type " + qdq::data_type_name(spec->type));
     const auto b = bytes_of(spec->type, spec->shape);
@@ -763,8 +860,9 @@ void run_dequantize(Input& in) {
     ok = false;
     trace(std::string("DequantizeLinear error: ") + e.what());
     QDQ_FUZZ_CHECK(y.poisoned(), std::string("dequantize_linear wrote its output and then failed: ") + e.what());
-    if (!spec) QDQ_FUZZ_CHECK(spec_error == e.what(), "dequantize_linear and dequantize_linear_output fail differently: '" +
-                                                          spec_error + "' vs '" + e.what() + "'");
+    if (!spec)
+      QDQ_FUZZ_CHECK(spec_error == e.what(), "dequantize_linear and dequantize_linear_output fail differently: '" +
+                                                 spec_error + "' vs '" + e.what() + "'");
   }
   if (!spec || !honest) {
     QDQ_FUZZ_CHECK(!ok, "dequantize_linear accepted an output that dequantize_linear_output did not describe");
@@ -772,8 +870,9 @@ void run_dequantize(Input& in) {
   }
   QDQ_FUZZ_CHECK(ok, "dequantize_linear failed where dequantize_linear_output succeeded");
   const auto n = static_cast<int64_t>(*count_of(x_shape));
-  trace("DequantizeLinear ok: " + std::to_string(n) + " elements, x " + qdq::data_type_name(x.type) + " " + describe_shape(x_shape) +
-        ", scale " + qdq::data_type_name(scale.type) + " " + describe_shape(scale.shape) + ", y " + qdq::data_type_name(y.type));
+  trace("DequantizeLinear ok: " + std::to_string(n) + " elements, x " + qdq::data_type_name(x.type) + " " +
+        describe_shape(x_shape) + ", scale " + qdq::data_type_name(scale.type) + " " + describe_shape(scale.shape) +
+        ", y " + qdq::data_type_name(y.type));
   dequantize_oracle(x, scale, zp, a, y);
   for (const qdq::ExecutionOptions& o : variants(n)) {
     Output again = y;
@@ -783,10 +882,11 @@ void run_dequantize(Input& in) {
     // open, and the kernels' operand orders differ; simd_kernels_test.cpp does not compare it
     // either), so such calls compare NaNs without their payloads.
     const bool payload_open = is_float8(x.type) && holds_nan(scale);
-    QDQ_FUZZ_CHECK(again.bytes == y.bytes || ((!exact_nan() || payload_open) && same_up_to_nan(y.type, y.bytes, again.bytes)), "DequantizeLinear differs between kernels/threads (force_scalar " +
-                                               std::to_string(o.force_scalar) + ", threads " + std::to_string(o.num_threads) +
-                                               ", parallel_for " + std::to_string(bool(o.parallel_for)) + "): " +
-                                               hex_diff(y.bytes, again.bytes));
+    QDQ_FUZZ_CHECK(
+        again.bytes == y.bytes || ((!exact_nan() || payload_open) && same_up_to_nan(y.type, y.bytes, again.bytes)),
+        "DequantizeLinear differs between kernels/threads (force_scalar " + std::to_string(o.force_scalar) +
+            ", threads " + std::to_string(o.num_threads) + ", parallel_for " + std::to_string(bool(o.parallel_for)) +
+            "): " + hex_diff(y.bytes, again.bytes));
   }
 }
 
@@ -820,13 +920,14 @@ void run_dynamic(Input& in) {
     ok = false;
     trace(std::string("DynamicQuantizeLinear error: ") + e.what());
     QDQ_FUZZ_CHECK(y.poisoned(), std::string("dynamic_quantize_linear wrote its output and then failed: ") + e.what());
-    QDQ_FUZZ_CHECK(starts_with(e.what(), "DynamicQuantizeLinear"), std::string("message does not name the operator: ") + e.what());
+    QDQ_FUZZ_CHECK(starts_with(e.what(), "DynamicQuantizeLinear"),
+                   std::string("message does not name the operator: ") + e.what());
   }
   if (!valid || !honest || out_mode == 250) {
     QDQ_FUZZ_CHECK(!ok, "dynamic_quantize_linear accepted an invalid call (x " + qdq::data_type_name(x_type) + " " +
                             describe_shape(x_shape) + ", " + std::to_string(x.bytes.size()) + " bytes; y " +
-                            qdq::data_type_name(y.type) + " " + describe_shape(y.shape) + ", " + std::to_string(y.bytes.size()) +
-                            " bytes; opset " + std::to_string(opset) + ")");
+                            qdq::data_type_name(y.type) + " " + describe_shape(y.shape) + ", " +
+                            std::to_string(y.bytes.size()) + " bytes; opset " + std::to_string(opset) + ")");
     return;
   }
   QDQ_FUZZ_CHECK(ok, "dynamic_quantize_linear rejected a valid call");
@@ -839,30 +940,37 @@ void run_dynamic(Input& in) {
   for (int64_t k = 0; k < n; ++k) {
     const float v = load_float(x.bytes, k);
     if (std::isnan(v)) nan = true;
-    else { lo = std::min(lo, v); hi = std::max(hi, v); }
+    else {
+      lo = std::min(lo, v);
+      hi = std::max(hi, v);
+    }
   }
   if (nan) lo = hi = std::numeric_limits<float>::quiet_NaN();
   const float scale = (hi == lo ? 1.0f : hi - lo) / 255.0f;
   const float zp_f = 0.0f - lo / scale;
   const float zp_c = std::isnan(zp_f) ? 255.0f : std::clamp(zp_f, 0.0f, 255.0f);
   const auto zp = static_cast<uint8_t>(std::nearbyint(zp_c));
-  QDQ_FUZZ_CHECK(std::bit_cast<uint32_t>(scale) == std::bit_cast<uint32_t>(params.y_scale) || (std::isnan(scale) && std::isnan(params.y_scale)),
-                 "DynamicQuantizeLinear y_scale " + std::to_string(params.y_scale) + ", expected " + std::to_string(scale));
-  QDQ_FUZZ_CHECK(zp == params.y_zero_point, "DynamicQuantizeLinear y_zero_point " + std::to_string(params.y_zero_point) +
-                                                ", expected " + std::to_string(zp));
+  QDQ_FUZZ_CHECK(
+      std::bit_cast<uint32_t>(scale) == std::bit_cast<uint32_t>(params.y_scale) ||
+          (std::isnan(scale) && std::isnan(params.y_scale)),
+      "DynamicQuantizeLinear y_scale " + std::to_string(params.y_scale) + ", expected " + std::to_string(scale));
+  QDQ_FUZZ_CHECK(
+      zp == params.y_zero_point,
+      "DynamicQuantizeLinear y_zero_point " + std::to_string(params.y_zero_point) + ", expected " + std::to_string(zp));
   for_checked_elements(n, [&](int64_t k) {
     const float q = load_float(x.bytes, k) / scale;
     int64_t v = 0;
     if (!std::isnan(q)) v = static_cast<int64_t>(std::clamp(std::nearbyint(static_cast<double>(q)) + zp, 0.0, 255.0));
-    QDQ_FUZZ_CHECK(y.bytes[static_cast<size_t>(k)] == v, "DynamicQuantizeLinear y[" + std::to_string(k) + "] = " +
-                                                             std::to_string(y.bytes[static_cast<size_t>(k)]) + ", expected " +
-                                                             std::to_string(v));
+    QDQ_FUZZ_CHECK(y.bytes[static_cast<size_t>(k)] == v, "DynamicQuantizeLinear y[" + std::to_string(k) +
+                                                             "] = " + std::to_string(y.bytes[static_cast<size_t>(k)]) +
+                                                             ", expected " + std::to_string(v));
   });
   for (const qdq::ExecutionOptions& o : variants(n)) {
     Output again = y;
     again.poison();
     const qdq::DynamicQuantizationParameters p2 = qdq::dynamic_quantize_linear(x.view(), again.view(), o, opset);
-    QDQ_FUZZ_CHECK(again.bytes == y.bytes && std::bit_cast<uint32_t>(p2.y_scale) == std::bit_cast<uint32_t>(params.y_scale) &&
+    QDQ_FUZZ_CHECK(again.bytes == y.bytes &&
+                       std::bit_cast<uint32_t>(p2.y_scale) == std::bit_cast<uint32_t>(params.y_scale) &&
                        p2.y_zero_point == params.y_zero_point,
                    "DynamicQuantizeLinear differs between kernels/threads: " + hex_diff(y.bytes, again.bytes));
   }

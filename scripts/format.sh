@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Formats qdq's C and C++ sources with clang-format and the repository's .clang-format: every
-# tracked .c/.cc/.cpp/.h/.hpp/.inc file under include/ src/ tools/ python/src/ tests/ bench/ fuzz/,
-# except the test data (tests/data/).
+# tracked .c/.cc/.cpp/.h/.hpp file under include/ src/ tools/ python/src/ tests/ bench/ fuzz/,
+# except the test data (tests/data/). The .inc lists are left as they are: they are tables, one
+# entry per line in aligned columns (or generated, op_versions.inc), which clang-format would unalign.
 #
 #   scripts/format.sh           format the files in place
 #   scripts/format.sh --check   change nothing; list the files that are not formatted and exit 1 if any
@@ -22,7 +23,7 @@ if ! command -v "$clang_format" > /dev/null; then
 fi
 
 mapfile -t files < <(git ls-files -- include src tools python/src tests bench fuzz |
-                     grep -E '\.(c|cc|cpp|h|hpp|inc)$' | grep -v '^tests/data/')
+                     grep -E '\.(c|cc|cpp|h|hpp)$' | grep -v '^tests/data/')
 if ((check == 0)); then
   "$clang_format" -i --style=file -- "${files[@]}"
   exit 0

@@ -27,9 +27,8 @@ static_assert(QDQ_TYPE_UNDEFINED == static_cast<int>(DataType::kUndefined));
 #undef QDQ_DATA_TYPE
 constexpr int kLastType = qdq::detail::kLastDataType;
 
-constexpr uint64_t kQuantizeAttributeBits = QDQ_ATTRIBUTE_AXIS | QDQ_ATTRIBUTE_SATURATE |
-                                            QDQ_ATTRIBUTE_BLOCK_SIZE | QDQ_ATTRIBUTE_OUTPUT_DTYPE |
-                                            QDQ_ATTRIBUTE_PRECISION;
+constexpr uint64_t kQuantizeAttributeBits = QDQ_ATTRIBUTE_AXIS | QDQ_ATTRIBUTE_SATURATE | QDQ_ATTRIBUTE_BLOCK_SIZE |
+                                            QDQ_ATTRIBUTE_OUTPUT_DTYPE | QDQ_ATTRIBUTE_PRECISION;
 constexpr uint64_t kDequantizeAttributeBits =
     QDQ_ATTRIBUTE_AXIS | QDQ_ATTRIBUTE_BLOCK_SIZE | QDQ_ATTRIBUTE_OUTPUT_DTYPE;
 
@@ -95,15 +94,14 @@ Struct read_struct(const Struct* caller, const char* name, const char* type_name
   require_not_null(caller, name);
   const size_t size = caller->struct_size;
   if (size < sizeof(Struct) || size > kMaxStructSize) {
-    invalid(std::string(name) + "->struct_size is " + std::to_string(size) + ", but must be sizeof(" +
-            type_name + ") = " + std::to_string(sizeof(Struct)) + " (" + type_name + "_init sets it)");
+    invalid(std::string(name) + "->struct_size is " + std::to_string(size) + ", but must be sizeof(" + type_name +
+            ") = " + std::to_string(sizeof(Struct)) + " (" + type_name + "_init sets it)");
   }
   const auto* bytes = reinterpret_cast<const unsigned char*>(caller);
   for (size_t i = sizeof(Struct); direction == Direction::kInput && i < size; ++i) {
     if (bytes[i] != 0) {
       invalid(std::string(name) + " sets fields that this version of qdq (" + std::string(qdq::version()) +
-              ") does not know: byte " + std::to_string(i) + " of its " + std::to_string(size) +
-              " is not zero");
+              ") does not know: byte " + std::to_string(i) + " of its " + std::to_string(size) + " is not zero");
     }
   }
   Struct copy;
@@ -113,8 +111,8 @@ Struct read_struct(const Struct* caller, const char* name, const char* type_name
 
 void check_present(uint64_t present, uint64_t allowed, const char* name, const char* op) {
   if ((present & ~allowed) != 0) {
-    invalid(std::string(name) + "->present has bits " + std::to_string(present & ~allowed) + " that are no " +
-            op + " attribute (allowed: the QDQ_ATTRIBUTE_* bits " + std::to_string(allowed) + ")");
+    invalid(std::string(name) + "->present has bits " + std::to_string(present & ~allowed) + " that are no " + op +
+            " attribute (allowed: the QDQ_ATTRIBUTE_* bits " + std::to_string(allowed) + ")");
   }
 }
 
@@ -196,8 +194,7 @@ qdq::ExecutionOptions execution_options(const qdq_execution_options* caller) {
   qdq::ExecutionOptions out;
   if (caller == nullptr) return out;
   const auto o = read_struct(caller, "options", "qdq_execution_options");
-  if (o.num_threads < 0)
-    invalid("options->num_threads is " + std::to_string(o.num_threads) + ", but must be >= 0");
+  if (o.num_threads < 0) invalid("options->num_threads is " + std::to_string(o.num_threads) + ", but must be >= 0");
   out.num_threads = o.num_threads;
   out.force_scalar = o.force_scalar != 0;
   if (o.parallel_for != nullptr) {
@@ -255,14 +252,10 @@ const char* qdq_last_error_message(void) { return t_message; }
 // enum's range (undefined behaviour).
 const char* qdq_status_name(int32_t status) {
   switch (status) {
-    case QDQ_OK:
-      return "QDQ_OK";
-    case QDQ_ERROR_INVALID_ARGUMENT:
-      return "QDQ_ERROR_INVALID_ARGUMENT";
-    case QDQ_ERROR_OUT_OF_MEMORY:
-      return "QDQ_ERROR_OUT_OF_MEMORY";
-    case QDQ_ERROR_INTERNAL:
-      return "QDQ_ERROR_INTERNAL";
+    case QDQ_OK: return "QDQ_OK";
+    case QDQ_ERROR_INVALID_ARGUMENT: return "QDQ_ERROR_INVALID_ARGUMENT";
+    case QDQ_ERROR_OUT_OF_MEMORY: return "QDQ_ERROR_OUT_OF_MEMORY";
+    case QDQ_ERROR_INTERNAL: return "QDQ_ERROR_INTERNAL";
   }
   return "unknown qdq_status";
 }
@@ -272,9 +265,7 @@ const char* qdq_version(void) {
   return qdq::version().data();
 }
 
-uint32_t qdq_version_number(void) {
-  return QDQ_VERSION_MAJOR * 10000u + QDQ_VERSION_MINOR * 100u + QDQ_VERSION_PATCH;
-}
+uint32_t qdq_version_number(void) { return QDQ_VERSION_MAJOR * 10000u + QDQ_VERSION_MINOR * 100u + QDQ_VERSION_PATCH; }
 
 void qdq_set_default_num_threads(int32_t threads) { qdq::set_default_num_threads(threads); }
 
@@ -285,8 +276,7 @@ const char* qdq_data_type_name(int32_t type) {
   try {
     static const std::array<std::string, kLastType + 1> names = [] {
       std::array<std::string, kLastType + 1> out;
-      for (int i = 0; i <= kLastType; ++i)
-        out[static_cast<size_t>(i)] = qdq::data_type_name(static_cast<DataType>(i));
+      for (int i = 0; i <= kLastType; ++i) out[static_cast<size_t>(i)] = qdq::data_type_name(static_cast<DataType>(i));
       return out;
     }();
     return names[static_cast<size_t>(type)].c_str();
@@ -321,71 +311,62 @@ qdq_status qdq_quantize_linear_output(const qdq_quantize_linear_attributes* attr
     const qdq::QuantizeLinearAttributes a = quantize_attributes(attributes);
     const qdq::TensorView x_view = view_of(x, "x");
     const qdq::TensorView scale_view = view_of(y_scale, "y_scale");
-    const qdq::TensorView zero_point_view =
-        y_zero_point ? view_of(y_zero_point, "y_zero_point") : qdq::TensorView{};
+    const qdq::TensorView zero_point_view = y_zero_point ? view_of(y_zero_point, "y_zero_point") : qdq::TensorView{};
     read_struct(spec, "spec", "qdq_tensor_spec", Direction::kOutput);
-    write_spec(qdq::quantize_linear_output(a, x_view, scale_view, y_zero_point ? &zero_point_view : nullptr),
-               spec);
+    write_spec(qdq::quantize_linear_output(a, x_view, scale_view, y_zero_point ? &zero_point_view : nullptr), spec);
   });
 }
 
 qdq_status qdq_quantize_linear(const qdq_quantize_linear_attributes* attributes, const qdq_tensor* x,
-                               const qdq_tensor* y_scale, const qdq_tensor* y_zero_point,
-                               const qdq_mutable_tensor* y, const qdq_execution_options* options) {
+                               const qdq_tensor* y_scale, const qdq_tensor* y_zero_point, const qdq_mutable_tensor* y,
+                               const qdq_execution_options* options) {
   return guarded("qdq_quantize_linear", [&] {
     const qdq::QuantizeLinearAttributes a = quantize_attributes(attributes);
     const qdq::TensorView x_view = view_of(x, "x");
     const qdq::TensorView scale_view = view_of(y_scale, "y_scale");
-    const qdq::TensorView zero_point_view =
-        y_zero_point ? view_of(y_zero_point, "y_zero_point") : qdq::TensorView{};
+    const qdq::TensorView zero_point_view = y_zero_point ? view_of(y_zero_point, "y_zero_point") : qdq::TensorView{};
     const qdq::MutableTensorView y_view = view_of(y, "y");
     const qdq::ExecutionOptions o = execution_options(options);
     qdq::quantize_linear(a, x_view, scale_view, y_zero_point ? &zero_point_view : nullptr, y_view, o);
   });
 }
 
-qdq_status qdq_dequantize_linear_output(const qdq_dequantize_linear_attributes* attributes,
-                                        const qdq_tensor* x, const qdq_tensor* x_scale,
-                                        const qdq_tensor* x_zero_point, qdq_tensor_spec* spec) {
+qdq_status qdq_dequantize_linear_output(const qdq_dequantize_linear_attributes* attributes, const qdq_tensor* x,
+                                        const qdq_tensor* x_scale, const qdq_tensor* x_zero_point,
+                                        qdq_tensor_spec* spec) {
   return guarded("qdq_dequantize_linear_output", [&] {
     const qdq::DequantizeLinearAttributes a = dequantize_attributes(attributes);
     const qdq::TensorView x_view = view_of(x, "x");
     const qdq::TensorView scale_view = view_of(x_scale, "x_scale");
-    const qdq::TensorView zero_point_view =
-        x_zero_point ? view_of(x_zero_point, "x_zero_point") : qdq::TensorView{};
+    const qdq::TensorView zero_point_view = x_zero_point ? view_of(x_zero_point, "x_zero_point") : qdq::TensorView{};
     read_struct(spec, "spec", "qdq_tensor_spec", Direction::kOutput);
-    write_spec(
-        qdq::dequantize_linear_output(a, x_view, scale_view, x_zero_point ? &zero_point_view : nullptr),
-        spec);
+    write_spec(qdq::dequantize_linear_output(a, x_view, scale_view, x_zero_point ? &zero_point_view : nullptr), spec);
   });
 }
 
 qdq_status qdq_dequantize_linear(const qdq_dequantize_linear_attributes* attributes, const qdq_tensor* x,
-                                 const qdq_tensor* x_scale, const qdq_tensor* x_zero_point,
-                                 const qdq_mutable_tensor* y, const qdq_execution_options* options) {
+                                 const qdq_tensor* x_scale, const qdq_tensor* x_zero_point, const qdq_mutable_tensor* y,
+                                 const qdq_execution_options* options) {
   return guarded("qdq_dequantize_linear", [&] {
     const qdq::DequantizeLinearAttributes a = dequantize_attributes(attributes);
     const qdq::TensorView x_view = view_of(x, "x");
     const qdq::TensorView scale_view = view_of(x_scale, "x_scale");
-    const qdq::TensorView zero_point_view =
-        x_zero_point ? view_of(x_zero_point, "x_zero_point") : qdq::TensorView{};
+    const qdq::TensorView zero_point_view = x_zero_point ? view_of(x_zero_point, "x_zero_point") : qdq::TensorView{};
     const qdq::MutableTensorView y_view = view_of(y, "y");
     const qdq::ExecutionOptions o = execution_options(options);
     qdq::dequantize_linear(a, x_view, scale_view, x_zero_point ? &zero_point_view : nullptr, y_view, o);
   });
 }
 
-qdq_status qdq_dynamic_quantize_linear(int64_t opset, const qdq_tensor* x, const qdq_mutable_tensor* y,
-                                       float* y_scale, uint8_t* y_zero_point,
-                                       const qdq_execution_options* options) {
+qdq_status qdq_dynamic_quantize_linear(int64_t opset, const qdq_tensor* x, const qdq_mutable_tensor* y, float* y_scale,
+                                       uint8_t* y_zero_point, const qdq_execution_options* options) {
   return guarded("qdq_dynamic_quantize_linear", [&] {
     const qdq::TensorView x_view = view_of(x, "x");
     const qdq::MutableTensorView y_view = view_of(y, "y");
     require_not_null(y_scale, "y_scale");
     require_not_null(y_zero_point, "y_zero_point");
     const qdq::ExecutionOptions o = execution_options(options);
-    const qdq::DynamicQuantizationParameters parameters =
-        qdq::dynamic_quantize_linear(x_view, y_view, o, opset);
+    const qdq::DynamicQuantizationParameters parameters = qdq::dynamic_quantize_linear(x_view, y_view, o, opset);
     *y_scale = parameters.y_scale;
     *y_zero_point = parameters.y_zero_point;
   });

@@ -57,7 +57,8 @@ class SegmentCursor {
 #if defined(__GNUC__)
   [[gnu::always_inline]]
 #endif
-  Segment next(int64_t first, int64_t limit) {
+  Segment
+  next(int64_t first, int64_t limit) {
     const Segment s = peek(first, limit);
     if (plan_.granularity != Granularity::kPerTensor) advance(s.count);
     return s;
@@ -67,12 +68,12 @@ class SegmentCursor {
 #if defined(__GNUC__)
   [[gnu::always_inline]]
 #endif
-  Segment peek(int64_t first, int64_t limit) const {
+  Segment
+  peek(int64_t first, int64_t limit) const {
     const Plan& p = plan_;
     Segment s{limit - first, 0, 0};
     switch (p.granularity) {
-      case Granularity::kPerTensor:
-        return s;
+      case Granularity::kPerTensor: return s;
       case Granularity::kPerAxis:
         if (p.inner == 1) {
           s = {std::min(limit - first, p.axis_len - i_), i_, 1};
@@ -99,7 +100,8 @@ class SegmentCursor {
 #if defined(__GNUC__)
   [[gnu::always_inline]]
 #endif
-  void advance(int64_t count) {
+  void
+  advance(int64_t count) {
     const Plan& p = plan_;
     int64_t rows = 0;
     if (p.inner == 1) {

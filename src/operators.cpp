@@ -12,15 +12,16 @@
 namespace qdq {
 
 int quantize_linear_version(int64_t opset) {
-  if (opset < 10) throw Error("opset " + std::to_string(opset) + " has no QuantizeLinear/DequantizeLinear (they start at opset 10)");
+  if (opset < 10)
+    throw Error("opset " + std::to_string(opset) + " has no QuantizeLinear/DequantizeLinear (they start at opset 10)");
   for (int v : {25, 24, 23, 21, 19, 13}) {
     if (opset >= v) return v;
   }
   return 10;
 }
 
-TensorSpec quantize_linear_output(const QuantizeLinearAttributes& attributes, const TensorView& x, const TensorView& y_scale,
-                                  const TensorView* y_zero_point) {
+TensorSpec quantize_linear_output(const QuantizeLinearAttributes& attributes, const TensorView& x,
+                                  const TensorView& y_scale, const TensorView* y_zero_point) {
   detail::QuantizeCall call = detail::plan_quantize(attributes, x, y_scale, y_zero_point);
   return {call.y_type, std::vector<int64_t>(call.y_shape.begin(), call.y_shape.end()), call.y_bytes};
 }
@@ -30,12 +31,13 @@ void quantize_linear(const QuantizeLinearAttributes& attributes, const TensorVie
   const detail::QuantizeCall call = detail::plan_quantize(attributes, x, y_scale, y_zero_point);
   detail::check_output(detail::OpName{"QuantizeLinear", call.version}, y, call.y_type, call.y_shape, call.y_bytes);
   const detail::QuantizeKernel kernel = detail::select_quantize_kernel(call, detail::resolve_force_scalar(options));
-  detail::parallel_ranges(call.plan.elements, options, [&](int64_t begin, int64_t end) { kernel(call, y.data, begin, end); },
-                          2 * detail::bytes_moved(call.x_type, call.y_type, call.plan.elements));
+  detail::parallel_ranges(
+      call.plan.elements, options, [&](int64_t begin, int64_t end) { kernel(call, y.data, begin, end); },
+      2 * detail::bytes_moved(call.x_type, call.y_type, call.plan.elements));
 }
 
-TensorSpec dequantize_linear_output(const DequantizeLinearAttributes& attributes, const TensorView& x, const TensorView& x_scale,
-                                    const TensorView* x_zero_point) {
+TensorSpec dequantize_linear_output(const DequantizeLinearAttributes& attributes, const TensorView& x,
+                                    const TensorView& x_scale, const TensorView* x_zero_point) {
   detail::DequantizeCall call = detail::plan_dequantize(attributes, x, x_scale, x_zero_point);
   return {call.y_type, std::vector<int64_t>(call.y_shape.begin(), call.y_shape.end()), call.y_bytes};
 }
@@ -45,8 +47,9 @@ void dequantize_linear(const DequantizeLinearAttributes& attributes, const Tenso
   const detail::DequantizeCall call = detail::plan_dequantize(attributes, x, x_scale, x_zero_point);
   detail::check_output(detail::OpName{"DequantizeLinear", call.version}, y, call.y_type, call.y_shape, call.y_bytes);
   const detail::DequantizeKernel kernel = detail::select_dequantize_kernel(call, detail::resolve_force_scalar(options));
-  detail::parallel_ranges(call.plan.elements, options, [&](int64_t begin, int64_t end) { kernel(call, y.data, begin, end); },
-                          detail::bytes_moved(call.x_type, call.y_type, call.plan.elements));
+  detail::parallel_ranges(
+      call.plan.elements, options, [&](int64_t begin, int64_t end) { kernel(call, y.data, begin, end); },
+      detail::bytes_moved(call.x_type, call.y_type, call.plan.elements));
 }
 
 namespace {
@@ -74,11 +77,13 @@ Range range_of(const float* x, int64_t begin, int64_t end) {
 
 }  // namespace
 
-DynamicQuantizationParameters dynamic_quantize_linear(const TensorView& x, const MutableTensorView& y, const ExecutionOptions& options,
-                                                      int64_t opset) {
+DynamicQuantizationParameters dynamic_quantize_linear(const TensorView& x, const MutableTensorView& y,
+                                                      const ExecutionOptions& options, int64_t opset) {
   const std::string op = "DynamicQuantizeLinear-11";
-  if (opset < 11) throw Error(op + ": opset " + std::to_string(opset) + " has no DynamicQuantizeLinear (it starts at opset 11)");
-  if (x.type != DataType::kFloat) throw Error(op + ": x has element type " + data_type_name(x.type) + ", but must be FLOAT");
+  if (opset < 11)
+    throw Error(op + ": opset " + std::to_string(opset) + " has no DynamicQuantizeLinear (it starts at opset 11)");
+  if (x.type != DataType::kFloat)
+    throw Error(op + ": x has element type " + data_type_name(x.type) + ", but must be FLOAT");
   uint64_t count;
   try {
     count = element_count(x.shape);
@@ -92,10 +97,12 @@ DynamicQuantizationParameters dynamic_quantize_linear(const TensorView& x, const
     throw Error(op + ": x: " + e.what());
   }
   if (x.size_bytes != x_bytes) {
-    throw Error(op + ": x of shape " + shape_to_string(x.shape) + " needs " + std::to_string(x_bytes) + " bytes, but its buffer has " +
-                std::to_string(x.size_bytes));
+    throw Error(op + ": x of shape " + shape_to_string(x.shape) + " needs " + std::to_string(x_bytes) +
+                " bytes, but its buffer has " + std::to_string(x.size_bytes));
   }
-  if (count == 0) throw Error(op + ": x is empty (shape " + shape_to_string(x.shape) + "); its range, and so the scale, is undefined");
+  if (count == 0)
+    throw Error(op + ": x is empty (shape " + shape_to_string(x.shape) +
+                "); its range, and so the scale, is undefined");
   if (x.data == nullptr) throw Error(op + ": x has a null data pointer");
   detail::check_output(detail::OpName{"DynamicQuantizeLinear", 11}, y, DataType::kUint8, x.shape, count);
 
@@ -106,7 +113,9 @@ DynamicQuantizationParameters dynamic_quantize_linear(const TensorView& x, const
   std::vector<Range> partial(static_cast<size_t>(tasks));
   detail::parallel_ranges(
       elements, options,
-      [&](int64_t begin, int64_t end) { partial[static_cast<size_t>(begin / detail::kTaskGrain)] = range_of(data, begin, end); },
+      [&](int64_t begin, int64_t end) {
+        partial[static_cast<size_t>(begin / detail::kTaskGrain)] = range_of(data, begin, end);
+      },
       count * 4);
   Range all{0.0f, 0.0f, false};
   for (const Range& r : partial) {
@@ -130,7 +139,8 @@ DynamicQuantizationParameters dynamic_quantize_linear(const TensorView& x, const
   QuantizeLinearAttributes attributes;
   attributes.opset = 10;
   const TensorView scale_view{DataType::kFloat, {}, &params.y_scale, 4};
-  const TensorView zero_point_view{DataType::kUint8, std::span<const int64_t>(scalar_shape, 1), &params.y_zero_point, 1};
+  const TensorView zero_point_view{DataType::kUint8, std::span<const int64_t>(scalar_shape, 1), &params.y_zero_point,
+                                   1};
   quantize_linear(attributes, x, scale_view, &zero_point_view, y, options);
   return params;
 }

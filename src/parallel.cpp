@@ -153,8 +153,8 @@ class ThreadPool {
       balance_ -= elapsed / 2;
     } else if (own > 0) {
       // Against the caller's pace in this call, which a busy machine slows in both modes.
-      const auto alone = std::chrono::duration_cast<Clock::duration>(
-          std::chrono::duration<double>(own_done - start) * (static_cast<double>(tasks) / own));
+      const auto alone = std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(own_done - start) *
+                                                                     (static_cast<double>(tasks) / own));
       balance_ += alone - elapsed;
     }
     if (balance_ > kBalanceCap) {
@@ -189,7 +189,9 @@ class ThreadPool {
   void work(int id) {
     uint64_t seen = 0;
     for (;;) {
-      const auto idle = [&] { return !stop_.load(std::memory_order_acquire) && job_.load(std::memory_order_seq_cst) == seen; };
+      const auto idle = [&] {
+        return !stop_.load(std::memory_order_acquire) && job_.load(std::memory_order_seq_cst) == seen;
+      };
       // Back-to-back calls (an engine running one operator after another, a benchmark) find the
       // worker awake: a futex wake-up costs tens of microseconds in a VM, as much as a whole
       // in-cache call. Yielding while it waits leaves the core to whoever else needs it, and a
@@ -301,10 +303,12 @@ bool resolve_force_scalar(const ExecutionOptions& options) {
 
 uint64_t bytes_moved(DataType x_type, DataType y_type, int64_t elements) {
   const auto n = static_cast<uint64_t>(elements);
-  return (n * static_cast<uint64_t>(bit_width(x_type)) + 7) / 8 + (n * static_cast<uint64_t>(bit_width(y_type)) + 7) / 8;
+  return (n * static_cast<uint64_t>(bit_width(x_type)) + 7) / 8 +
+         (n * static_cast<uint64_t>(bit_width(y_type)) + 7) / 8;
 }
 
-void parallel_ranges(int64_t elements, const ExecutionOptions& options, FunctionRef<void(int64_t, int64_t)> fn, uint64_t work) {
+void parallel_ranges(int64_t elements, const ExecutionOptions& options, FunctionRef<void(int64_t, int64_t)> fn,
+                     uint64_t work) {
   if (elements <= 0) return;
   const auto tasks = static_cast<size_t>((elements + kTaskGrain - 1) / kTaskGrain);
   if (tasks == 1) {
@@ -319,7 +323,8 @@ void parallel_ranges(int64_t elements, const ExecutionOptions& options, Function
     options.parallel_for(tasks, std::function<void(size_t)>(body));  // the caller's interface takes a std::function
   } else {
     int threads = resolve_num_threads(options);
-    if (work > 0) threads = static_cast<int>(std::clamp<uint64_t>(work / kMinWorkPerThread, 1, static_cast<uint64_t>(threads)));
+    if (work > 0)
+      threads = static_cast<int>(std::clamp<uint64_t>(work / kMinWorkPerThread, 1, static_cast<uint64_t>(threads)));
     pool().run(tasks, threads, body);
   }
 }

@@ -58,6 +58,7 @@ class FunctionRef<R(Args...)> {
 /// unknown, no limit) caps qdq's pool at one thread per kMinWorkPerThread; the caller's ParallelFor
 /// gets every task and decides itself. qdq's pool allocates nothing per call (it starts its workers
 /// on first use); results never depend on which.
-void parallel_ranges(int64_t elements, const ExecutionOptions& options, FunctionRef<void(int64_t, int64_t)> fn, uint64_t work = 0);
+void parallel_ranges(int64_t elements, const ExecutionOptions& options, FunctionRef<void(int64_t, int64_t)> fn,
+                     uint64_t work = 0);
 
 }  // namespace qdq::detail

@@ -29,8 +29,8 @@ std::string type_list(TypeRole role, int version) {
 
 void require_type(const OpName& op, std::string_view input, T type, TypeRole role) {
   if (!allowed_in_role(type, role, op.version)) {
-    fail(op, std::string(input) + " has element type " + data_type_name(type) + ", which this version does not allow (allowed: " +
-                 type_list(role, op.version) + ")");
+    fail(op, std::string(input) + " has element type " + data_type_name(type) +
+                 ", which this version does not allow (allowed: " + type_list(role, op.version) + ")");
   }
 }
 
@@ -56,7 +56,8 @@ std::string precision_list() {
 /// Checks that a view's buffer holds exactly its shape's elements; returns the element count.
 int64_t check_buffer(const OpName& op, const char* input, const TensorView& view) {
   if (!is_known_data_type(static_cast<int32_t>(view.type))) {
-    fail(op, std::string(input) + " has unknown element type number " + std::to_string(static_cast<int32_t>(view.type)));
+    fail(op,
+         std::string(input) + " has unknown element type number " + std::to_string(static_cast<int32_t>(view.type)));
   }
   uint64_t count;
   uint64_t bytes;
@@ -67,8 +68,9 @@ int64_t check_buffer(const OpName& op, const char* input, const TensorView& view
     fail(op, std::string(input) + ": " + e.what());
   }
   if (view.size_bytes != bytes) {
-    fail(op, std::string(input) + " of type " + data_type_name(view.type) + " and shape " + shape_to_string(view.shape) + " needs " +
-                 std::to_string(bytes) + " bytes, but its buffer has " + std::to_string(view.size_bytes));
+    fail(op, std::string(input) + " of type " + data_type_name(view.type) + " and shape " +
+                 shape_to_string(view.shape) + " needs " + std::to_string(bytes) + " bytes, but its buffer has " +
+                 std::to_string(view.size_bytes));
   }
   if (bytes != 0 && view.data == nullptr) fail(op, std::string(input) + " has a null data pointer");
   return static_cast<int64_t>(count);
@@ -76,7 +78,9 @@ int64_t check_buffer(const OpName& op, const char* input, const TensorView& view
 
 /// The operator version a model opset selects.
 int select_version(const char* op_name, int64_t opset) {
-  if (opset < 10) throw Error(std::string(op_name) + ": opset " + std::to_string(opset) + " has no " + op_name + " (it starts at opset 10)");
+  if (opset < 10)
+    throw Error(std::string(op_name) + ": opset " + std::to_string(opset) + " has no " + op_name +
+                " (it starts at opset 10)");
   for (int v : {25, 24, 23, 21, 19, 13}) {
     if (opset >= v) return v;
   }
@@ -100,8 +104,9 @@ Plan make_plan(const OpName& op, int version, std::span<const int64_t> x_shape, 
   const uint64_t scale_elements = element_count(scale_shape);
   auto normalized_axis = [&]() -> int64_t {
     if (axis_attr < -rank || axis_attr >= rank) {
-      fail(op, "axis " + std::to_string(axis_attr) + " is out of range [" + std::to_string(-rank) + ", " + std::to_string(rank - 1) +
-                   "] for x of rank " + std::to_string(rank) + " (shape " + shape_to_string(x_shape) + ")");
+      fail(op, "axis " + std::to_string(axis_attr) + " is out of range [" + std::to_string(-rank) + ", " +
+                   std::to_string(rank - 1) + "] for x of rank " + std::to_string(rank) + " (shape " +
+                   shape_to_string(x_shape) + ")");
     }
     return axis_attr < 0 ? axis_attr + rank : axis_attr;
   };
@@ -122,17 +127,18 @@ Plan make_plan(const OpName& op, int version, std::span<const int64_t> x_shape, 
 
   if (block_size > 0) {
     if (scale_rank != rank) {
-      fail(op, std::string(scale_name) + " shape " + shape_to_string(scale_shape) + " has rank " + std::to_string(scale_rank) +
-                   ", but blocked quantization (block_size " + std::to_string(block_size) + ") needs the rank of x, " +
-                   std::to_string(rank) + " (x shape " + shape_to_string(x_shape) + ")");
+      fail(op, std::string(scale_name) + " shape " + shape_to_string(scale_shape) + " has rank " +
+                   std::to_string(scale_rank) + ", but blocked quantization (block_size " + std::to_string(block_size) +
+                   ") needs the rank of x, " + std::to_string(rank) + " (x shape " + shape_to_string(x_shape) + ")");
     }
     const int64_t axis = normalized_axis();
     std::vector<int64_t> expected(x_shape.begin(), x_shape.end());
     expected[axis] = x_shape[axis] / block_size + (x_shape[axis] % block_size != 0 ? 1 : 0);  // ceil, no overflow
     if (!std::equal(expected.begin(), expected.end(), scale_shape.begin(), scale_shape.end())) {
-      fail(op, std::string(scale_name) + " shape " + shape_to_string(scale_shape) + " does not match the blocked shape " +
-                   shape_to_string(expected) + " for axis " + std::to_string(axis) + ", block_size " + std::to_string(block_size) +
-                   " (x shape " + shape_to_string(x_shape) + "; the scale's length along the axis must be ceil(" +
+      fail(op, std::string(scale_name) + " shape " + shape_to_string(scale_shape) +
+                   " does not match the blocked shape " + shape_to_string(expected) + " for axis " +
+                   std::to_string(axis) + ", block_size " + std::to_string(block_size) + " (x shape " +
+                   shape_to_string(x_shape) + "; the scale's length along the axis must be ceil(" +
                    std::to_string(x_shape[axis]) + "/" + std::to_string(block_size) + "))");
     }
     set_extents(axis);
@@ -160,8 +166,8 @@ Plan make_plan(const OpName& op, int version, std::span<const int64_t> x_shape, 
     const int64_t axis = normalized_axis();
     if (scale_shape[0] != x_shape[axis]) {
       fail(op, std::string(scale_name) + " shape " + shape_to_string(scale_shape) + " does not match x's dimension " +
-                   std::to_string(x_shape[axis]) + " along axis " + std::to_string(axis) + " (x shape " + shape_to_string(x_shape) +
-                   "; a per-axis scale has one element per index of the axis)");
+                   std::to_string(x_shape[axis]) + " along axis " + std::to_string(axis) + " (x shape " +
+                   shape_to_string(x_shape) + "; a per-axis scale has one element per index of the axis)");
     }
     set_extents(axis);
     plan.granularity = Granularity::kPerAxis;
@@ -169,16 +175,18 @@ Plan make_plan(const OpName& op, int version, std::span<const int64_t> x_shape, 
     return plan;
   }
   if (version < 21) {
-    fail(op, std::string(scale_name) + " must be a scalar or 1-D at this version, but has shape " + shape_to_string(scale_shape));
+    fail(op, std::string(scale_name) + " must be a scalar or 1-D at this version, but has shape " +
+                 shape_to_string(scale_shape));
   }
   fail(op, std::string(scale_name) + " has shape " + shape_to_string(scale_shape) +
-               ": a scale of rank >= 2 needs block_size > 0 (blocked quantization); without it the scale must be a scalar or 1-D");
+               ": a scale of rank >= 2 needs block_size > 0 (blocked quantization); without it the scale must be a "
+               "scalar or 1-D");
 }
 
 /// The zero point must have the scale's shape, except that any one-element (rank 0 or 1) zero point
 /// matches a one-element (rank 0 or 1) scale.
-void check_zero_point_shape(const OpName& op, const char* zp_name, std::span<const int64_t> zp_shape, const char* scale_name,
-                            std::span<const int64_t> scale_shape) {
+void check_zero_point_shape(const OpName& op, const char* zp_name, std::span<const int64_t> zp_shape,
+                            const char* scale_name, std::span<const int64_t> scale_shape) {
   if (std::equal(zp_shape.begin(), zp_shape.end(), scale_shape.begin(), scale_shape.end())) return;
   const bool zp_single = zp_shape.size() <= 1 && element_count(zp_shape) == 1;
   const bool scale_single = scale_shape.size() <= 1 && element_count(scale_shape) == 1;
@@ -197,8 +205,7 @@ int64_t check_block_size(const OpName& op, const std::optional<int64_t>& block_s
 
 Segment segment_at(const Plan& plan, int64_t first, int64_t limit) {
   switch (plan.granularity) {
-    case Granularity::kPerTensor:
-      return {limit - first, 0, 0};
+    case Granularity::kPerTensor: return {limit - first, 0, 0};
     case Granularity::kPerAxis: {
       const int64_t i = (first / plan.inner) % plan.axis_len;
       if (plan.inner == 1) {
@@ -226,8 +233,10 @@ Segment segment_at(const Plan& plan, int64_t first, int64_t limit) {
 
 std::string OpName::str() const { return std::string(name) + "-" + std::to_string(version); }
 
-void check_output(const OpName& op, const MutableTensorView& y, DataType type, std::span<const int64_t> shape, uint64_t bytes) {
-  if (y.type != type) fail(op, "output y has element type " + data_type_name(y.type) + ", expected " + data_type_name(type));
+void check_output(const OpName& op, const MutableTensorView& y, DataType type, std::span<const int64_t> shape,
+                  uint64_t bytes) {
+  if (y.type != type)
+    fail(op, "output y has element type " + data_type_name(y.type) + ", expected " + data_type_name(type));
   if (!std::equal(y.shape.begin(), y.shape.end(), shape.begin(), shape.end())) {
     fail(op, "output y has shape " + shape_to_string(y.shape) + ", expected x's shape " + shape_to_string(shape));
   }
@@ -273,8 +282,8 @@ QuantizeCall plan_quantize(const QuantizeLinearAttributes& a, const TensorView& 
   if (y_zero_point) {
     call.y_type = y_zero_point->type;
     if (output_dtype != 0 && static_cast<T>(output_dtype) != y_zero_point->type) {
-      fail(op, "output_dtype " + data_type_name(static_cast<T>(output_dtype)) + " does not match y_zero_point's element type " +
-                   data_type_name(y_zero_point->type));
+      fail(op, "output_dtype " + data_type_name(static_cast<T>(output_dtype)) +
+                   " does not match y_zero_point's element type " + data_type_name(y_zero_point->type));
     }
   } else {
     call.y_type = output_dtype != 0 ? static_cast<T>(output_dtype) : T::kUint8;
@@ -282,8 +291,9 @@ QuantizeCall plan_quantize(const QuantizeLinearAttributes& a, const TensorView& 
   // The name of the output type's source, built only when the check fails.
   if (!allowed_in_role(call.y_type, TypeRole::kQuantizeY, v)) {
     const std::string output_name = y_zero_point ? std::string("y_zero_point")
-                                   : output_dtype != 0 ? "output type y (from output_dtype " + std::to_string(output_dtype) + ")"
-                                                       : std::string("output type y (default)");
+                                    : output_dtype != 0
+                                        ? "output type y (from output_dtype " + std::to_string(output_dtype) + ")"
+                                        : std::string("output type y (default)");
     require_type(op, output_name, call.y_type, TypeRole::kQuantizeY);
   }
 
@@ -292,7 +302,8 @@ QuantizeCall plan_quantize(const QuantizeLinearAttributes& a, const TensorView& 
   if (precision != 0) {
     const auto p = is_type_number(precision) ? static_cast<T>(precision) : T::kUndefined;
     if (!is_precision_type(p)) {
-      fail(op, "precision " + std::to_string(precision) + " is not supported: the division can be done in " + precision_list());
+      fail(op, "precision " + std::to_string(precision) + " is not supported: the division can be done in " +
+                   precision_list());
     }
     call.division_type = p;
   } else if (y_scale.type == T::kInt32) {
@@ -354,7 +365,8 @@ DequantizeCall plan_dequantize(const DequantizeLinearAttributes& a, const Tensor
     }
     call.y_type = t;
   } else if (x_scale.type == T::kFloat8E8M0) {
-    fail(op, "x_scale is FLOAT8E8M0, so output_dtype must be given (FLOAT, FLOAT16 or BFLOAT16): y cannot be FLOAT8E8M0");
+    fail(op,
+         "x_scale is FLOAT8E8M0, so output_dtype must be given (FLOAT, FLOAT16 or BFLOAT16): y cannot be FLOAT8E8M0");
   } else {
     call.y_type = x_scale.type;
   }
@@ -364,8 +376,8 @@ DequantizeCall plan_dequantize(const DequantizeLinearAttributes& a, const Tensor
 
   if (x_zero_point) {
     if (x_zero_point->type != x.type) {
-      fail(op, "x_zero_point has element type " + data_type_name(x_zero_point->type) + " but x has " + data_type_name(x.type) +
-                   "; they must be the same type");
+      fail(op, "x_zero_point has element type " + data_type_name(x_zero_point->type) + " but x has " +
+                   data_type_name(x.type) + "; they must be the same type");
     }
     check_zero_point_shape(op, "x_zero_point", x_zero_point->shape, "x_scale", x_scale.shape);
     if (is_float8(x.type)) {
@@ -376,8 +388,8 @@ DequantizeCall plan_dequantize(const DequantizeLinearAttributes& a, const Tensor
         if (codes[i] != 0 && (fnuz || codes[i] != 0x80)) {
           std::ostringstream code;
           code << "0x" << std::hex << std::uppercase << static_cast<int>(codes[i]);
-          fail(op, "x_zero_point of type " + data_type_name(x.type) + " must be zero, but element " + std::to_string(i) +
-                       " has code " + code.str());
+          fail(op, "x_zero_point of type " + data_type_name(x.type) + " must be zero, but element " +
+                       std::to_string(i) + " has code " + code.str());
         }
       }
     } else {

@@ -19,8 +19,8 @@ struct OpName {
 };
 
 /// Checks a QuantizeLinear call against its version's rules; throws qdq::Error naming the rule.
-QuantizeCall plan_quantize(const QuantizeLinearAttributes& attributes, const TensorView& x,
-                           const TensorView& y_scale, const TensorView* y_zero_point);
+QuantizeCall plan_quantize(const QuantizeLinearAttributes& attributes, const TensorView& x, const TensorView& y_scale,
+                           const TensorView* y_zero_point);
 
 /// Checks a DequantizeLinear call against its version's rules; throws qdq::Error naming the rule.
 DequantizeCall plan_dequantize(const DequantizeLinearAttributes& attributes, const TensorView& x,

@@ -64,33 +64,33 @@ typedef enum qdq_status {
 
 /** Element types, numbered as ONNX's TensorProto.DataType (the same numbers as qdq::DataType). */
 typedef enum qdq_data_type {
-  QDQ_TYPE_UNDEFINED = 0,        /**< No type. */
-  QDQ_TYPE_FLOAT = 1,            /**< float32. */
-  QDQ_TYPE_UINT8 = 2,            /**< uint8. */
-  QDQ_TYPE_INT8 = 3,             /**< int8. */
-  QDQ_TYPE_UINT16 = 4,           /**< uint16. */
-  QDQ_TYPE_INT16 = 5,            /**< int16. */
-  QDQ_TYPE_INT32 = 6,            /**< int32. */
-  QDQ_TYPE_INT64 = 7,            /**< int64. */
-  QDQ_TYPE_STRING = 8,           /**< string (no fixed size; never valid here). */
-  QDQ_TYPE_BOOL = 9,             /**< bool. */
-  QDQ_TYPE_FLOAT16 = 10,         /**< IEEE float16. */
-  QDQ_TYPE_DOUBLE = 11,          /**< float64. */
-  QDQ_TYPE_UINT32 = 12,          /**< uint32. */
-  QDQ_TYPE_UINT64 = 13,          /**< uint64. */
-  QDQ_TYPE_COMPLEX64 = 14,       /**< complex64. */
-  QDQ_TYPE_COMPLEX128 = 15,      /**< complex128. */
-  QDQ_TYPE_BFLOAT16 = 16,        /**< bfloat16. */
-  QDQ_TYPE_FLOAT8E4M3FN = 17,    /**< float8 e4m3, finite and NaN. */
-  QDQ_TYPE_FLOAT8E4M3FNUZ = 18,  /**< float8 e4m3, finite, NaN, no negative zero. */
-  QDQ_TYPE_FLOAT8E5M2 = 19,      /**< float8 e5m2. */
-  QDQ_TYPE_FLOAT8E5M2FNUZ = 20,  /**< float8 e5m2, finite, NaN, no negative zero. */
-  QDQ_TYPE_UINT4 = 21,           /**< uint4, two per byte, first element in the low bits. */
-  QDQ_TYPE_INT4 = 22,            /**< int4, two per byte, first element in the low bits. */
-  QDQ_TYPE_FLOAT4E2M1 = 23,      /**< float4 e2m1, two per byte, first element in the low bits. */
-  QDQ_TYPE_FLOAT8E8M0 = 24,      /**< float8 e8m0 (exponent only). */
-  QDQ_TYPE_UINT2 = 25,           /**< uint2, four per byte, first element in the low bits. */
-  QDQ_TYPE_INT2 = 26             /**< int2, four per byte, first element in the low bits. */
+  QDQ_TYPE_UNDEFINED = 0,       /**< No type. */
+  QDQ_TYPE_FLOAT = 1,           /**< float32. */
+  QDQ_TYPE_UINT8 = 2,           /**< uint8. */
+  QDQ_TYPE_INT8 = 3,            /**< int8. */
+  QDQ_TYPE_UINT16 = 4,          /**< uint16. */
+  QDQ_TYPE_INT16 = 5,           /**< int16. */
+  QDQ_TYPE_INT32 = 6,           /**< int32. */
+  QDQ_TYPE_INT64 = 7,           /**< int64. */
+  QDQ_TYPE_STRING = 8,          /**< string (no fixed size; never valid here). */
+  QDQ_TYPE_BOOL = 9,            /**< bool. */
+  QDQ_TYPE_FLOAT16 = 10,        /**< IEEE float16. */
+  QDQ_TYPE_DOUBLE = 11,         /**< float64. */
+  QDQ_TYPE_UINT32 = 12,         /**< uint32. */
+  QDQ_TYPE_UINT64 = 13,         /**< uint64. */
+  QDQ_TYPE_COMPLEX64 = 14,      /**< complex64. */
+  QDQ_TYPE_COMPLEX128 = 15,     /**< complex128. */
+  QDQ_TYPE_BFLOAT16 = 16,       /**< bfloat16. */
+  QDQ_TYPE_FLOAT8E4M3FN = 17,   /**< float8 e4m3, finite and NaN. */
+  QDQ_TYPE_FLOAT8E4M3FNUZ = 18, /**< float8 e4m3, finite, NaN, no negative zero. */
+  QDQ_TYPE_FLOAT8E5M2 = 19,     /**< float8 e5m2. */
+  QDQ_TYPE_FLOAT8E5M2FNUZ = 20, /**< float8 e5m2, finite, NaN, no negative zero. */
+  QDQ_TYPE_UINT4 = 21,          /**< uint4, two per byte, first element in the low bits. */
+  QDQ_TYPE_INT4 = 22,           /**< int4, two per byte, first element in the low bits. */
+  QDQ_TYPE_FLOAT4E2M1 = 23,     /**< float4 e2m1, two per byte, first element in the low bits. */
+  QDQ_TYPE_FLOAT8E8M0 = 24,     /**< float8 e8m0 (exponent only). */
+  QDQ_TYPE_UINT2 = 25,          /**< uint2, four per byte, first element in the low bits. */
+  QDQ_TYPE_INT2 = 26            /**< int2, four per byte, first element in the low bits. */
 } qdq_data_type;
 
 /**
@@ -99,20 +99,20 @@ typedef enum qdq_data_type {
  * tensor needs nothing more, so this struct has no `struct_size` and will not change.
  */
 typedef struct qdq_tensor {
-  int32_t type;          /**< Element type: a ::qdq_data_type number. */
-  size_t rank;           /**< Number of dimensions; 0 = a scalar (one element). */
-  const int64_t* shape;  /**< `rank` dimensions, row-major; may be NULL when `rank` is 0. */
-  const void* data;      /**< The first byte of the elements. */
-  size_t size_bytes;     /**< Bytes at `data`: exactly what the type and shape occupy. */
+  int32_t type;         /**< Element type: a ::qdq_data_type number. */
+  size_t rank;          /**< Number of dimensions; 0 = a scalar (one element). */
+  const int64_t* shape; /**< `rank` dimensions, row-major; may be NULL when `rank` is 0. */
+  const void* data;     /**< The first byte of the elements. */
+  size_t size_bytes;    /**< Bytes at `data`: exactly what the type and shape occupy. */
 } qdq_tensor;
 
 /** A writable view of a caller-owned output buffer; the same rules as ::qdq_tensor. */
 typedef struct qdq_mutable_tensor {
-  int32_t type;          /**< Element type: a ::qdq_data_type number. */
-  size_t rank;           /**< Number of dimensions; 0 = a scalar (one element). */
-  const int64_t* shape;  /**< `rank` dimensions, row-major; may be NULL when `rank` is 0. */
-  void* data;            /**< The first byte of the output buffer. */
-  size_t size_bytes;     /**< Bytes at `data`: exactly what the type and shape occupy. */
+  int32_t type;         /**< Element type: a ::qdq_data_type number. */
+  size_t rank;          /**< Number of dimensions; 0 = a scalar (one element). */
+  const int64_t* shape; /**< `rank` dimensions, row-major; may be NULL when `rank` is 0. */
+  void* data;           /**< The first byte of the output buffer. */
+  size_t size_bytes;    /**< Bytes at `data`: exactly what the type and shape occupy. */
 } qdq_mutable_tensor;
 
 /** What an operator will produce. Its shape is always the shape of the input `x`. */
@@ -127,11 +127,11 @@ typedef struct qdq_tensor_spec {
 /** Bits of qdq_quantize_linear_attributes::present and qdq_dequantize_linear_attributes::present:
     which attributes are set. An attribute whose bit is clear takes ONNX's default. */
 enum qdq_attribute_bits {
-  QDQ_ATTRIBUTE_AXIS = 1u << 0,          /**< `axis` is set. */
-  QDQ_ATTRIBUTE_SATURATE = 1u << 1,      /**< `saturate` is set (QuantizeLinear only). */
-  QDQ_ATTRIBUTE_BLOCK_SIZE = 1u << 2,    /**< `block_size` is set. */
-  QDQ_ATTRIBUTE_OUTPUT_DTYPE = 1u << 3,  /**< `output_dtype` is set. */
-  QDQ_ATTRIBUTE_PRECISION = 1u << 4      /**< `precision` is set (QuantizeLinear only). */
+  QDQ_ATTRIBUTE_AXIS = 1u << 0,         /**< `axis` is set. */
+  QDQ_ATTRIBUTE_SATURATE = 1u << 1,     /**< `saturate` is set (QuantizeLinear only). */
+  QDQ_ATTRIBUTE_BLOCK_SIZE = 1u << 2,   /**< `block_size` is set. */
+  QDQ_ATTRIBUTE_OUTPUT_DTYPE = 1u << 3, /**< `output_dtype` is set. */
+  QDQ_ATTRIBUTE_PRECISION = 1u << 4     /**< `precision` is set (QuantizeLinear only). */
 };
 
 /**
@@ -141,24 +141,24 @@ enum qdq_attribute_bits {
  * 10). A struct that is all zeros except `struct_size` and `opset` means every attribute at its default.
  */
 typedef struct qdq_quantize_linear_attributes {
-  size_t struct_size;    /**< sizeof(qdq_quantize_linear_attributes). */
-  int64_t opset;         /**< The model's ai.onnx opset (>= 10); qdq_*_init sets 25. */
-  uint64_t present;      /**< ::qdq_attribute_bits of the attributes that are set. */
-  int64_t axis;          /**< default 1; negative counts from the back (v13+). */
-  int64_t saturate;      /**< default 1; float8 outputs only (v19+). */
-  int64_t block_size;    /**< default 0 = not blocked (v21+). */
-  int64_t output_dtype;  /**< default 0 = from the zero point, else UINT8 (v21+). */
-  int64_t precision;     /**< default 0 = the type of y_scale (v23+). */
+  size_t struct_size;   /**< sizeof(qdq_quantize_linear_attributes). */
+  int64_t opset;        /**< The model's ai.onnx opset (>= 10); qdq_*_init sets 25. */
+  uint64_t present;     /**< ::qdq_attribute_bits of the attributes that are set. */
+  int64_t axis;         /**< default 1; negative counts from the back (v13+). */
+  int64_t saturate;     /**< default 1; float8 outputs only (v19+). */
+  int64_t block_size;   /**< default 0 = not blocked (v21+). */
+  int64_t output_dtype; /**< default 0 = from the zero point, else UINT8 (v21+). */
+  int64_t precision;    /**< default 0 = the type of y_scale (v23+). */
 } qdq_quantize_linear_attributes;
 
 /** DequantizeLinear's attributes; the same conventions as ::qdq_quantize_linear_attributes. */
 typedef struct qdq_dequantize_linear_attributes {
-  size_t struct_size;    /**< sizeof(qdq_dequantize_linear_attributes). */
-  int64_t opset;         /**< The model's ai.onnx opset (>= 10); qdq_*_init sets 25. */
-  uint64_t present;      /**< ::qdq_attribute_bits of the attributes that are set. */
-  int64_t axis;          /**< default 1 (v13+). */
-  int64_t block_size;    /**< default 0 (v21+). */
-  int64_t output_dtype;  /**< default 0 = the type of x_scale (v23+). */
+  size_t struct_size;   /**< sizeof(qdq_dequantize_linear_attributes). */
+  int64_t opset;        /**< The model's ai.onnx opset (>= 10); qdq_*_init sets 25. */
+  uint64_t present;     /**< ::qdq_attribute_bits of the attributes that are set. */
+  int64_t axis;         /**< default 1 (v13+). */
+  int64_t block_size;   /**< default 0 (v21+). */
+  int64_t output_dtype; /**< default 0 = the type of x_scale (v23+). */
 } qdq_dequantize_linear_attributes;
 
 /** One task of a parallel-for: qdq's function that the hook calls with `task_context` and each task
@@ -175,7 +175,7 @@ typedef void (*qdq_parallel_for_function)(void* user_data, size_t tasks, qdq_tas
 
 /** How a call runs. Passing NULL instead means qdq_execution_options_init()'s defaults. */
 typedef struct qdq_execution_options {
-  size_t struct_size;  /**< sizeof(qdq_execution_options). */
+  size_t struct_size; /**< sizeof(qdq_execution_options). */
   /** Threads to use: 0 = the process default (qdq_set_default_num_threads(), else QDQ_NUM_THREADS,
       else the hardware threads); 1 = the calling thread only. Not used with `parallel_for`. */
   int32_t num_threads;
@@ -242,19 +242,18 @@ QDQ_C_API qdq_status qdq_quantize_linear_version(int64_t opset, int32_t* version
 /** Validates a QuantizeLinear node and stores its output's type, element count and byte size in
     `*spec`. `y_zero_point` may be NULL (absent). Allocates only a few small temporaries;
     single-threaded. */
-QDQ_C_API qdq_status qdq_quantize_linear_output(const qdq_quantize_linear_attributes* attributes,
-                                                const qdq_tensor* x, const qdq_tensor* y_scale,
-                                                const qdq_tensor* y_zero_point, qdq_tensor_spec* spec);
+QDQ_C_API qdq_status qdq_quantize_linear_output(const qdq_quantize_linear_attributes* attributes, const qdq_tensor* x,
+                                                const qdq_tensor* y_scale, const qdq_tensor* y_zero_point,
+                                                qdq_tensor_spec* spec);
 
 /** Computes QuantizeLinear: y = saturate(round_half_even(x / y_scale) + y_zero_point), per-tensor,
     per-axis or blocked as the scale's shape says. `y` must match qdq_quantize_linear_output exactly
     (type, shape, byte size). Validates everything before writing; on error leaves `y` untouched.
     `options` may be NULL. Allocates nothing proportional to the tensor; threads as `options` say,
     with results independent of the thread count. */
-QDQ_C_API qdq_status qdq_quantize_linear(const qdq_quantize_linear_attributes* attributes,
-                                         const qdq_tensor* x, const qdq_tensor* y_scale,
-                                         const qdq_tensor* y_zero_point, const qdq_mutable_tensor* y,
-                                         const qdq_execution_options* options);
+QDQ_C_API qdq_status qdq_quantize_linear(const qdq_quantize_linear_attributes* attributes, const qdq_tensor* x,
+                                         const qdq_tensor* y_scale, const qdq_tensor* y_zero_point,
+                                         const qdq_mutable_tensor* y, const qdq_execution_options* options);
 
 /** Validates a DequantizeLinear node and stores its output's type, element count and byte size in
     `*spec`. `x_zero_point` may be NULL (absent). Allocates only a few small temporaries;
@@ -266,23 +265,21 @@ QDQ_C_API qdq_status qdq_dequantize_linear_output(const qdq_dequantize_linear_at
 /** Computes DequantizeLinear: y = (x - x_zero_point) * x_scale, the difference exact, the product in
     float32 and rounded once to the output type. The same validation, allocation and threading
     contract as qdq_quantize_linear. */
-QDQ_C_API qdq_status qdq_dequantize_linear(const qdq_dequantize_linear_attributes* attributes,
-                                           const qdq_tensor* x, const qdq_tensor* x_scale,
-                                           const qdq_tensor* x_zero_point, const qdq_mutable_tensor* y,
-                                           const qdq_execution_options* options);
+QDQ_C_API qdq_status qdq_dequantize_linear(const qdq_dequantize_linear_attributes* attributes, const qdq_tensor* x,
+                                           const qdq_tensor* x_scale, const qdq_tensor* x_zero_point,
+                                           const qdq_mutable_tensor* y, const qdq_execution_options* options);
 
 /** Computes DynamicQuantizeLinear (opset >= 11): the uint8 scale and zero point covering
     [min(0, min x), max(0, max x)], stored in `*y_scale` and `*y_zero_point`, and y = QuantizeLinear(x)
     with them. `x` must be FLOAT with at least one element, `y` UINT8 of x's shape. Writes nothing on
     error. `options` may be NULL. Allocates nothing proportional to the tensor; threads as `options`
     say (two passes), deterministic for any thread count. */
-QDQ_C_API qdq_status qdq_dynamic_quantize_linear(int64_t opset, const qdq_tensor* x,
-                                                 const qdq_mutable_tensor* y, float* y_scale,
-                                                 uint8_t* y_zero_point,
+QDQ_C_API qdq_status qdq_dynamic_quantize_linear(int64_t opset, const qdq_tensor* x, const qdq_mutable_tensor* y,
+                                                 float* y_scale, uint8_t* y_zero_point,
                                                  const qdq_execution_options* options);
 
 #ifdef __cplusplus
-}  /* extern "C" */
+} /* extern "C" */
 #endif
 
 #endif /* QDQ_QDQ_H_ */

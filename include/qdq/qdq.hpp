@@ -41,24 +41,24 @@ namespace qdq {
 /// element_count(shape) elements of `type` in ONNX's layout. The view does not own anything.
 struct TensorView {
   DataType type = DataType::kUndefined;  ///< Element type.
-  std::span<const int64_t> shape;  ///< Dimensions, row-major; empty = rank 0 (one element).
-  const void* data = nullptr;  ///< The first byte of the elements.
-  size_t size_bytes = 0;  ///< Bytes at `data`: exactly storage_bytes(type, element_count(shape)).
+  std::span<const int64_t> shape;        ///< Dimensions, row-major; empty = rank 0 (one element).
+  const void* data = nullptr;            ///< The first byte of the elements.
+  size_t size_bytes = 0;                 ///< Bytes at `data`: exactly storage_bytes(type, element_count(shape)).
 };
 
 /// A writable view of a caller-owned output buffer; the same layout rules as TensorView.
 struct MutableTensorView {
   DataType type = DataType::kUndefined;  ///< Element type.
-  std::span<const int64_t> shape;  ///< Dimensions, row-major; empty = rank 0 (one element).
-  void* data = nullptr;  ///< The first byte of the output buffer.
-  size_t size_bytes = 0;  ///< Bytes at `data`: exactly storage_bytes(type, element_count(shape)).
+  std::span<const int64_t> shape;        ///< Dimensions, row-major; empty = rank 0 (one element).
+  void* data = nullptr;                  ///< The first byte of the output buffer.
+  size_t size_bytes = 0;                 ///< Bytes at `data`: exactly storage_bytes(type, element_count(shape)).
 };
 
 /// What an operator will produce: the caller allocates `size_bytes` bytes for it.
 struct TensorSpec {
   DataType type = DataType::kUndefined;  ///< Element type of the output.
-  std::vector<int64_t> shape;  ///< Dimensions of the output.
-  uint64_t size_bytes = 0;  ///< Bytes the output occupies in ONNX's layout.
+  std::vector<int64_t> shape;            ///< Dimensions of the output.
+  uint64_t size_bytes = 0;               ///< Bytes the output occupies in ONNX's layout.
 };
 
 /// QuantizeLinear's attributes. `opset` is the model's ai.onnx opset (>= 10); qdq runs the operator
@@ -107,9 +107,8 @@ QDQ_API int default_num_threads();
 /// Validates a QuantizeLinear node and returns its output's type, shape and byte size.
 /// Throws qdq::Error naming the violated rule. Allocates only the returned shape; single-threaded.
 /// `y_zero_point` may be null (absent).
-QDQ_API TensorSpec quantize_linear_output(const QuantizeLinearAttributes& attributes,
-                                          const TensorView& x, const TensorView& y_scale,
-                                          const TensorView* y_zero_point);
+QDQ_API TensorSpec quantize_linear_output(const QuantizeLinearAttributes& attributes, const TensorView& x,
+                                          const TensorView& y_scale, const TensorView* y_zero_point);
 
 /// Computes QuantizeLinear: y = saturate(round_half_even(x / y_scale) + y_zero_point), per-tensor,
 /// per-axis or blocked as the scale's shape says. `y` must match quantize_linear_output exactly
@@ -117,22 +116,21 @@ QDQ_API TensorSpec quantize_linear_output(const QuantizeLinearAttributes& attrib
 /// leaves `y` untouched. Allocates nothing proportional to the tensor (fixed scratch on the stack: up to
 /// about 52 KiB per thread, see the top of this file); threads as `options` say, with results independent
 /// of the thread count.
-QDQ_API void quantize_linear(const QuantizeLinearAttributes& attributes, const TensorView& x,
-                             const TensorView& y_scale, const TensorView* y_zero_point,
-                             const MutableTensorView& y, const ExecutionOptions& options = {});
+QDQ_API void quantize_linear(const QuantizeLinearAttributes& attributes, const TensorView& x, const TensorView& y_scale,
+                             const TensorView* y_zero_point, const MutableTensorView& y,
+                             const ExecutionOptions& options = {});
 
 /// Validates a DequantizeLinear node and returns its output's type, shape and byte size.
 /// Throws qdq::Error naming the violated rule. Allocates only the returned shape; single-threaded.
-QDQ_API TensorSpec dequantize_linear_output(const DequantizeLinearAttributes& attributes,
-                                            const TensorView& x, const TensorView& x_scale,
-                                            const TensorView* x_zero_point);
+QDQ_API TensorSpec dequantize_linear_output(const DequantizeLinearAttributes& attributes, const TensorView& x,
+                                            const TensorView& x_scale, const TensorView* x_zero_point);
 
 /// Computes DequantizeLinear: y = (x − x_zero_point) · x_scale, the difference exact, the product in
 /// float32 and rounded once to the output type. Same validation, allocation and threading contract
 /// as quantize_linear.
 QDQ_API void dequantize_linear(const DequantizeLinearAttributes& attributes, const TensorView& x,
-                               const TensorView& x_scale, const TensorView* x_zero_point,
-                               const MutableTensorView& y, const ExecutionOptions& options = {});
+                               const TensorView& x_scale, const TensorView* x_zero_point, const MutableTensorView& y,
+                               const ExecutionOptions& options = {});
 
 /// The scale and zero point DynamicQuantizeLinear derives from x.
 struct DynamicQuantizationParameters {
@@ -145,10 +143,8 @@ struct DynamicQuantizationParameters {
 /// least one element; `y` UINT8 of x's shape. Throws qdq::Error before writing anything on bad input.
 /// Allocates nothing proportional to the tensor; threads as `options` say (two passes: min/max, then
 /// quantize), deterministic for any thread count.
-QDQ_API DynamicQuantizationParameters dynamic_quantize_linear(const TensorView& x,
-                                                              const MutableTensorView& y,
-                                                              const ExecutionOptions& options = {},
-                                                              int64_t opset = 11);
+QDQ_API DynamicQuantizationParameters dynamic_quantize_linear(const TensorView& x, const MutableTensorView& y,
+                                                              const ExecutionOptions& options = {}, int64_t opset = 11);
 
 /// The operator version (since-version) that a model opset selects for QuantizeLinear and
 /// DequantizeLinear: 10, 13, 19, 21, 23, 24 or 25. Throws qdq::Error for an opset below 10.

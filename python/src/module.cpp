@@ -103,9 +103,7 @@ DataType to_type(int64_t value) {
   return static_cast<DataType>(value);
 }
 
-std::vector<int64_t> shape_of(const py::array& a) {
-  return std::vector<int64_t>(a.shape(), a.shape() + a.ndim());
-}
+std::vector<int64_t> shape_of(const py::array& a) { return std::vector<int64_t>(a.shape(), a.shape() + a.ndim()); }
 
 // The passes over one-code-per-byte arrays are compiled for AVX-512 and AVX2 as well as the baseline,
 // chosen at load time (GCC/Clang function multiversioning): the module is built for the baseline
@@ -132,21 +130,19 @@ inline bool any_out_of_range(const uint8_t* items, uint64_t count) {
 // that each is a `bits`-bit value (`signed_items`) or code. Works in chunks that stay in L1, each
 // checked and then packed, so the items are read from memory once. Returns false, with `packed`
 // partly written, at the first chunk that holds a bad item.
-QDQ_PY_VECTOR_CLONES bool check_and_pack(const uint8_t* items, uint64_t count, int bits, bool signed_items,
-                                         bool check, uint8_t* packed) {
+QDQ_PY_VECTOR_CLONES bool check_and_pack(const uint8_t* items, uint64_t count, int bits, bool signed_items, bool check,
+                                         uint8_t* packed) {
   constexpr uint64_t kChunk = 16384;  // a multiple of 4: every chunk starts on a packed byte
   for (uint64_t start = 0; start < count; start += kChunk) {
     const uint64_t n = std::min(kChunk, count - start);
     const uint8_t* chunk = items + start;
     if (check) {
-      const bool bad = bits == 4 ? (signed_items ? any_out_of_range<4, true>(chunk, n)
-                                                 : any_out_of_range<4, false>(chunk, n))
-                                 : (signed_items ? any_out_of_range<2, true>(chunk, n)
-                                                 : any_out_of_range<2, false>(chunk, n));
+      const bool bad =
+          bits == 4 ? (signed_items ? any_out_of_range<4, true>(chunk, n) : any_out_of_range<4, false>(chunk, n))
+                    : (signed_items ? any_out_of_range<2, true>(chunk, n) : any_out_of_range<2, false>(chunk, n));
       if (bad) return false;
     }
-    qdq::detail::pack_all_codes(chunk, bits, static_cast<int64_t>(n),
-                                packed + start * static_cast<uint64_t>(bits) / 8);
+    qdq::detail::pack_all_codes(chunk, bits, static_cast<int64_t>(n), packed + start * static_cast<uint64_t>(bits) / 8);
   }
   return true;
 }
@@ -200,7 +196,7 @@ class BlockPool {
   void* take(size_t bytes, size_t* capacity) {
     if (bytes < kMinPooled) {
       *capacity = bytes;
-      return ::operator new(std::max<size_t>(bytes, 1), std::align_val_t{64});
+      return ::operator new (std::max<size_t>(bytes, 1), std::align_val_t{64});
     }
     const size_t want = (bytes + kHugePage - 1) / kHugePage * kHugePage;
     {
@@ -231,7 +227,7 @@ class BlockPool {
   // Returns a block from take(); kept for reuse if the limits allow, else freed.
   void give(void* p, size_t capacity) {
     if (capacity < kMinPooled) {
-      ::operator delete(p, std::align_val_t{64});
+      ::operator delete (p, std::align_val_t{64});
       return;
     }
     {
@@ -446,8 +442,7 @@ struct Output {
   qdq::MutableTensorView view;
 
   // out: None, or (array in this module's conventions, the type number the caller means it to hold).
-  Output(const qdq::TensorSpec& spec, const py::object& out, bool packed_result)
-      : type(spec.type), shape(spec.shape) {
+  Output(const qdq::TensorSpec& spec, const py::object& out, bool packed_result) : type(spec.type), shape(spec.shape) {
     view.type = type;
     view.shape = shape;
     view.size_bytes = spec.size_bytes;
@@ -531,7 +526,7 @@ struct ChunkPlan {
   ChunkPlan() = default;
 
   int64_t rows = 0;
-  int64_t step = 0;  // rows per chunk
+  int64_t step = 0;        // rows per chunk
   uint64_t row_elems = 0;  // elements of x per row
   Scale scale = Scale::kWhole;
   int64_t block = 1;
@@ -699,9 +694,9 @@ py::tuple dequantize_linear(const py::object& x, int64_t x_type, const py::objec
   if (!zero_point.is_none()) zi.emplace(zero_point, to_type(zero_point_type), "zero_point");
   const qdq::TensorView* zv = zi ? &zi->view : nullptr;
   const qdq::TensorSpec spec = qdq::dequantize_linear_output(attrs, xi.view, si.view, zv);
-  const ChunkPlan plan = xi.items ? ChunkPlan(xi.view, si.view, zv, attrs.axis, attrs.block_size,
-                                              qdq::bit_width(xi.view.type))
-                                  : ChunkPlan();
+  const ChunkPlan plan =
+      xi.items ? ChunkPlan(xi.view, si.view, zv, attrs.axis, attrs.block_size, qdq::bit_width(xi.view.type))
+               : ChunkPlan();
   if (plan.step == 0) xi.pack_whole();
   Output y(spec, out, false);
   bool bad_item = false;
@@ -876,14 +871,14 @@ PYBIND11_MODULE(_qdq, m) {
       false;
 #endif
 
-  m.def("quantize_linear", &quantize_linear, py::arg("x"), py::arg("x_type"), py::arg("scale"),
-        py::arg("scale_type"), py::arg("zero_point").none(true), py::arg("zero_point_type"),
-        py::arg("attributes"), py::arg("opset"), py::arg("out") = py::none(), py::arg("packed") = false);
+  m.def("quantize_linear", &quantize_linear, py::arg("x"), py::arg("x_type"), py::arg("scale"), py::arg("scale_type"),
+        py::arg("zero_point").none(true), py::arg("zero_point_type"), py::arg("attributes"), py::arg("opset"),
+        py::arg("out") = py::none(), py::arg("packed") = false);
   m.def("dequantize_linear", &dequantize_linear, py::arg("x"), py::arg("x_type"), py::arg("scale"),
-        py::arg("scale_type"), py::arg("zero_point").none(true), py::arg("zero_point_type"),
-        py::arg("attributes"), py::arg("opset"), py::arg("out") = py::none());
-  m.def("dynamic_quantize_linear", &dynamic_quantize_linear, py::arg("x"), py::arg("x_type"),
-        py::arg("opset") = 11, py::arg("out") = py::none());
+        py::arg("scale_type"), py::arg("zero_point").none(true), py::arg("zero_point_type"), py::arg("attributes"),
+        py::arg("opset"), py::arg("out") = py::none());
+  m.def("dynamic_quantize_linear", &dynamic_quantize_linear, py::arg("x"), py::arg("x_type"), py::arg("opset") = 11,
+        py::arg("out") = py::none());
   m.def("pack", &pack, py::arg("array"), py::arg("type"));
   m.def("unpack", &unpack, py::arg("bytes"), py::arg("type"), py::arg("shape"));
   m.def("parse_data_type", [](const std::string& name) -> std::optional<int> {

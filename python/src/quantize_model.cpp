@@ -67,7 +67,6 @@ std::string quantize_model(const std::string& input, const std::string& output, 
 // Called from module.cpp's PYBIND11_MODULE when the module is built with ONNX file support.
 void register_quantize_model(py::module_& m) {
   m.def("quantize_model", &quantize_model, py::arg("input"), py::arg("output"), py::arg("format"),
-        py::arg("block_size").none(true), py::arg("symmetric").none(true), py::arg("min_elements"),
-        py::arg("include"), py::arg("exclude"), py::arg("op_types"), py::arg("external_data"),
-        py::arg("num_threads"));
+        py::arg("block_size").none(true), py::arg("symmetric").none(true), py::arg("min_elements"), py::arg("include"),
+        py::arg("exclude"), py::arg("op_types"), py::arg("external_data"), py::arg("num_threads"));
 }

@@ -30,7 +30,9 @@ inline uint32_t load_code(const void* data, int bits, int64_t index) {
 
 /// The unsigned integer holding one code of `bits` (8, 16, 32 or 64) bits.
 template <int bits>
-using CodeOf = std::conditional_t<bits <= 8, uint8_t, std::conditional_t<bits == 16, uint16_t, std::conditional_t<bits == 32, uint32_t, uint64_t>>>;
+using CodeOf =
+    std::conditional_t<bits <= 8, uint8_t,
+                       std::conditional_t<bits == 16, uint16_t, std::conditional_t<bits == 32, uint32_t, uint64_t>>>;
 
 /// The code of element `index` of a tensor of type Traits, zero-extended.
 template <class Traits>
@@ -79,7 +81,8 @@ inline double load_real_of(const void* data, int64_t index) {
 inline int64_t load_integer(const void* data, DataType type, int64_t index) {
   return visit_type(type, [&](auto traits) -> int64_t {
     using Traits = decltype(traits);
-    if constexpr (Traits::kKind == TypeKind::kInteger && Traits::kBits <= 32) return load_integer_of<Traits>(data, index);
+    if constexpr (Traits::kKind == TypeKind::kInteger && Traits::kBits <= 32)
+      return load_integer_of<Traits>(data, index);
     return 0;
   });
 }

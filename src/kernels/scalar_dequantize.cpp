@@ -21,7 +21,8 @@ void differences(const DequantizeCall& c, int64_t first, int64_t count, int64_t 
     for (int64_t i = 0; i < count; ++i) {
       float v = decode<F>(static_cast<uint32_t>(load_code_of<X>(c.x, first + i)));
       if constexpr (has_float_zero_point(X::value)) {
-        if (c.zero_point != nullptr) v -= decode<F>(static_cast<uint32_t>(load_code_of<X>(c.zero_point, param_index + i * step)));
+        if (c.zero_point != nullptr)
+          v -= decode<F>(static_cast<uint32_t>(load_code_of<X>(c.zero_point, param_index + i * step)));
       }
       d[i] = v;
     }

@@ -59,7 +59,8 @@ QuotientFn quotient_fn(T x, T p) {
       return nullptr;
     } else {
       return visit_type(p, [&](auto p_traits) -> QuotientFn {
-        if constexpr (is_division_type(decltype(p_traits)::value)) return &quotients<X::value, decltype(p_traits)::value>;
+        if constexpr (is_division_type(decltype(p_traits)::value))
+          return &quotients<X::value, decltype(p_traits)::value>;
         return nullptr;
       });
     }
@@ -68,7 +69,8 @@ QuotientFn quotient_fn(T x, T p) {
 
 /// Writes the output codes of elements [first, first + count) of y (type Y) from their quotients.
 template <class Y>
-void store_as(const QuantizeCall& c, void* y, int64_t first, int64_t count, int64_t param_index, int step, const double* q) {
+void store_as(const QuantizeCall& c, void* y, int64_t first, int64_t count, int64_t param_index, int step,
+              const double* q) {
   constexpr int kBits = Y::kBits;
   uint8_t codes[kChunk];
   if constexpr (Y::kKind == TypeKind::kMiniFloat && kBits <= 8) {

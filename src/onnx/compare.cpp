@@ -44,8 +44,8 @@ double decode_minifloat(uint64_t code, int exponent_bits, int mantissa_bits, int
   const auto exponent = static_cast<int>((code >> mantissa_bits) & ((1u << exponent_bits) - 1));
   const auto mantissa = static_cast<double>(code & ((1u << mantissa_bits) - 1));
   const double scale = std::ldexp(1.0, -mantissa_bits);
-  const double magnitude = exponent == 0 ? std::ldexp(mantissa * scale, 1 - bias)
-                                         : std::ldexp(1.0 + mantissa * scale, exponent - bias);
+  const double magnitude =
+      exponent == 0 ? std::ldexp(mantissa * scale, 1 - bias) : std::ldexp(1.0 + mantissa * scale, exponent - bias);
   return negative ? -magnitude : magnitude;
 }
 
@@ -169,8 +169,9 @@ std::optional<std::string> compare_tensors(const Tensor& got, const Tensor& expe
     if (differences++ == 0) first = i;
   }
   if (differences == 0) return std::nullopt;
-  std::string message = name + "[" + std::to_string(first) + "] = " + format_element(got.type, element_code(got, first)) +
-                        ", expected " + format_element(expected.type, element_code(expected, first));
+  std::string message = name + "[" + std::to_string(first) +
+                        "] = " + format_element(got.type, element_code(got, first)) + ", expected " +
+                        format_element(expected.type, element_code(expected, first));
   if (count > 1) {
     message += " (" + std::to_string(differences) + " of " + std::to_string(count) + " elements differ)";
   }

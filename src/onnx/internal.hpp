@@ -24,8 +24,7 @@ Sizes checked_sizes(DataType type, std::span<const int64_t> dims, const std::str
 
 // The conversions behind parse_tensor / serialize_tensor, for messages nested in a model.
 Tensor tensor_from_proto(const ::onnx::TensorProto& proto, const std::string& what);
-void tensor_to_proto(const Tensor& tensor, bool use_typed_fields, ::onnx::TensorProto& proto,
-                     const std::string& what);
+void tensor_to_proto(const Tensor& tensor, bool use_typed_fields, ::onnx::TensorProto& proto, const std::string& what);
 
 // The whole file; qdq::Error naming `path` if it cannot be opened or read.
 std::string read_file_bytes(const std::string& path);

@@ -35,9 +35,9 @@ const std::vector<OpInfo>& operators() {
 }
 
 const char* attribute_type_name(int32_t type) {
-  static const char* const kNames[] = {"UNDEFINED", "FLOAT",   "INT",           "STRING",         "TENSOR",
-                                       "GRAPH",     "FLOATS",  "INTS",          "STRINGS",        "TENSORS",
-                                       "GRAPHS",    "SPARSE_TENSOR", "SPARSE_TENSORS", "TYPE_PROTO", "TYPE_PROTOS"};
+  static const char* const kNames[] = {
+      "UNDEFINED", "FLOAT",   "INT",    "STRING",        "TENSOR",         "GRAPH",      "FLOATS",     "INTS",
+      "STRINGS",   "TENSORS", "GRAPHS", "SPARSE_TENSOR", "SPARSE_TENSORS", "TYPE_PROTO", "TYPE_PROTOS"};
   return type >= 0 && type <= 14 ? kNames[type] : "unknown";
 }
 
@@ -49,9 +49,7 @@ std::string describe(const Node& node, size_t index) {
   return out + ")";
 }
 
-[[noreturn]] void fail(const std::string& what, const std::string& problem) {
-  throw Error(what + ": " + problem);
-}
+[[noreturn]] void fail(const std::string& what, const std::string& problem) { throw Error(what + ": " + problem); }
 
 ValueInfo value_info_from_proto(const ::onnx::ValueInfoProto& proto) {
   ValueInfo info;
@@ -94,16 +92,16 @@ const OpInfo& check_node(const Model& model, const Node& node, size_t index) {
                     " or later, the model imports opset " + std::to_string(model.opset));
   }
   if (node.inputs.size() < info->min_inputs || node.inputs.size() > info->max_inputs) {
-    fail(where, "has " + std::to_string(node.inputs.size()) + " inputs, " + std::string(info->name) +
-                    " takes " + std::to_string(info->min_inputs) +
+    fail(where, "has " + std::to_string(node.inputs.size()) + " inputs, " + std::string(info->name) + " takes " +
+                    std::to_string(info->min_inputs) +
                     (info->max_inputs != info->min_inputs ? " to " + std::to_string(info->max_inputs) : ""));
   }
   for (size_t k = 0; k < info->min_inputs; ++k) {
     if (node.inputs[k].empty()) fail(where, "required input " + std::to_string(k) + " is empty");
   }
   if (node.outputs.size() != info->outputs) {
-    fail(where, "has " + std::to_string(node.outputs.size()) + " outputs, " + std::string(info->name) +
-                    " has " + std::to_string(info->outputs));
+    fail(where, "has " + std::to_string(node.outputs.size()) + " outputs, " + std::string(info->name) + " has " +
+                    std::to_string(info->outputs));
   }
   for (size_t k = 0; k < node.outputs.size(); ++k) {
     if (node.outputs[k].empty()) fail(where, "output " + std::to_string(k) + " has an empty name");
@@ -199,8 +197,7 @@ Model parse_model(std::string_view bytes, const std::string& what) {
 
 Model read_model_file(const std::string& path) { return parse_model(read_file_bytes(path), path); }
 
-std::vector<Tensor> run_model(const Model& model, const std::vector<Tensor>& inputs,
-                              const ExecutionOptions& options) {
+std::vector<Tensor> run_model(const Model& model, const std::vector<Tensor>& inputs, const ExecutionOptions& options) {
   std::unordered_map<std::string, const Tensor*> values;
   for (const Tensor& init : model.initializers) values[init.name] = &init;
 
@@ -209,8 +206,8 @@ std::vector<Tensor> run_model(const Model& model, const std::vector<Tensor>& inp
     if (!values.contains(model.inputs[k].name)) bound.push_back(k);
   }
   if (inputs.size() != bound.size()) {
-    fail(model.path, "the model takes " + std::to_string(bound.size()) + " input" +
-                         (bound.size() == 1 ? "" : "s") + ", " + std::to_string(inputs.size()) + " given");
+    fail(model.path, "the model takes " + std::to_string(bound.size()) + " input" + (bound.size() == 1 ? "" : "s") +
+                         ", " + std::to_string(inputs.size()) + " given");
   }
   for (size_t k = 0; k < bound.size(); ++k) {
     const ValueInfo& info = model.inputs[bound[k]];
@@ -292,7 +289,8 @@ std::vector<Tensor> run_model(const Model& model, const std::vector<Tensor>& inp
     }
     for (size_t k = 0; k < results.size(); ++k) {
       const std::string& name = node.outputs[k];
-      if (values.contains(name)) fail(where, "output '" + name + "' is already defined (ONNX graphs assign each name once)");
+      if (values.contains(name))
+        fail(where, "output '" + name + "' is already defined (ONNX graphs assign each name once)");
       results[k].name = name;
       produced_index[name] = produced.size();
       produced.push_back(std::move(results[k]));

@@ -135,8 +135,7 @@ ExternalRef external_ref(const ::onnx::TensorProto& tensor, const std::string& w
 std::string resolve_location(const std::string& folder, const std::string& location, const std::string& what) {
   const std::string quoted = "external data location '" + location + "'";
   if (location.find('\0') != std::string::npos) fail(what, quoted + " contains a NUL byte");
-  if (location.front() == '/' || location.front() == '\\' ||
-      (location.size() > 1 && location[1] == ':')) {
+  if (location.front() == '/' || location.front() == '\\' || (location.size() > 1 && location[1] == ':')) {
     fail(what, quoted + " is absolute; it must be relative to the model's folder");
   }
   size_t start = 0;
@@ -262,8 +261,7 @@ ModelSource::ModelSource(const std::string& path) : path_(path), folder_(folder_
   std::string problem;
   for_each_tensor(*model_, [&](::onnx::TensorProto& tensor) {
     if (tensor.data_location() != 0 && tensor.data_location() != 1) {
-      fail(path_, "tensor '" + tensor.name() + "': unknown data_location " +
-                      std::to_string(tensor.data_location()));
+      fail(path_, "tensor '" + tensor.name() + "': unknown data_location " + std::to_string(tensor.data_location()));
     }
     if (!is_external(tensor)) return;
     const std::string what = path_ + ": tensor '" + tensor.name() + "'";
@@ -332,8 +330,8 @@ TensorBytes ModelSource::inline_bytes(const ::onnx::TensorProto& tensor, const s
   if (is_external(tensor)) fail(what, "has external data where inline data was expected");
   if (tensor.has_raw_data()) {
     if (tensor.raw_data().size() != expected) {
-      fail(what, "raw_data has " + std::to_string(tensor.raw_data().size()) + " bytes, expected " +
-                     std::to_string(expected));
+      fail(what,
+           "raw_data has " + std::to_string(tensor.raw_data().size()) + " bytes, expected " + std::to_string(expected));
     }
     bytes.data_ = reinterpret_cast<const uint8_t*>(tensor.raw_data().data());
     bytes.size_ = tensor.raw_data().size();
@@ -368,8 +366,8 @@ ModelWriter::ModelWriter(const std::string& output_path, bool external_data)
   location_ = name + ".data";
   static std::atomic<unsigned> counter{0};
   for (int attempt = 0; attempt < 100; ++attempt) {
-    std::string candidate = folder + "/." + name + ".qdq-tmp." + std::to_string(::getpid()) + "." +
-                            std::to_string(counter++);
+    std::string candidate =
+        folder + "/." + name + ".qdq-tmp." + std::to_string(::getpid()) + "." + std::to_string(counter++);
     // Registered before mkdir: a signal right after mkdir must still find the folder to remove (rmdir
     // of a folder that is not there, or of someone else's non-empty one, does nothing).
     const int slot = register_cleanup(candidate, true);

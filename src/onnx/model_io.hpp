@@ -62,7 +62,7 @@ class TensorBytes {
   size_t size_ = 0;
   void* map_base_ = nullptr;  // non-null for a mapping
   size_t map_length_ = 0;
-  size_t released_ = 0;       // bytes of the mapping already released, from map_base_
+  size_t released_ = 0;  // bytes of the mapping already released, from map_base_
   std::vector<uint8_t> owned_;
 };
 

@@ -113,12 +113,12 @@ struct ValueInfo {
 
 /// A parsed ONNX model, reduced to what run_model needs.
 struct Model {
-  std::string path;      // the file it came from (or the `what` given to parse_model), for messages
-  int64_t opset = 0;     // version of the default ("" / "ai.onnx") domain's opset_import
+  std::string path;   // the file it came from (or the `what` given to parse_model), for messages
+  int64_t opset = 0;  // version of the default ("" / "ai.onnx") domain's opset_import
   std::string graph_name;
-  std::vector<Node> nodes;          // in file order, which run_model evaluates in
-  std::vector<ValueInfo> inputs;    // graph.input, including any that are initializers
-  std::vector<ValueInfo> outputs;   // graph.output
+  std::vector<Node> nodes;         // in file order, which run_model evaluates in
+  std::vector<ValueInfo> inputs;   // graph.input, including any that are initializers
+  std::vector<ValueInfo> outputs;  // graph.output
   std::vector<Tensor> initializers;
 };
 
@@ -168,7 +168,6 @@ std::string format_element(DataType type, uint64_t code);
 /// of the first difference relative to `label`, e.g.
 /// "output_0[3] = 0x39 ..., expected ... (2 of 12 elements differ)" or
 /// "output_0 is FLOAT16 [2], expected FLOAT [2]". Allocates only the message.
-std::optional<std::string> compare_tensors(const Tensor& got, const Tensor& expected,
-                                           std::string_view label);
+std::optional<std::string> compare_tensors(const Tensor& got, const Tensor& expected, std::string_view label);
 
 }  // namespace qdq::onnx

@@ -43,7 +43,7 @@ struct FormatInfo {
   bool mx;            // e8m0 block scales by the OCP MX rule
   bool signed_codes;  // integer formats: signed code range
   int bits;
-  int emax;           // MX: exponent of the element type's largest power of two
+  int emax;  // MX: exponent of the element type's largest power of two
 };
 
 constexpr FormatInfo kFormats[] = {
@@ -80,8 +80,8 @@ float half_to_float(uint16_t bits) {
     const float magnitude = std::ldexp(static_cast<float>(mantissa), -24);
     return sign != 0 ? -magnitude : magnitude;
   }
-  const uint32_t wide = exponent == 31 ? sign | 0x7F800000u | (mantissa << 13)
-                                       : sign | ((exponent + 112) << 23) | (mantissa << 13);
+  const uint32_t wide =
+      exponent == 31 ? sign | 0x7F800000u | (mantissa << 13) : sign | ((exponent + 112) << 23) | (mantissa << 13);
   float f;
   std::memcpy(&f, &wide, 4);
   return f;
@@ -209,7 +209,9 @@ const float* decode(DataType type, const uint8_t* data, uint64_t first, uint64_t
 }
 
 // Non-finite elements take the neutral value of the reduction, so NaN and ±inf never widen a range.
-inline float finite_or(float v, float neutral) { return std::fabs(v) <= std::numeric_limits<float>::max() ? v : neutral; }
+inline float finite_or(float v, float neutral) {
+  return std::fabs(v) <= std::numeric_limits<float>::max() ? v : neutral;
+}
 
 // The scans below are written on 8-lane vectors (GCC/Clang vector extensions) so that they vectorise
 // without -ffast-math: every lane does exactly what the scalar code did for its elements, in the same
@@ -632,8 +634,7 @@ std::string WeightGranularity::to_string() const {
   switch (kind) {
     case Kind::kPerTensor: return "per-tensor";
     case Kind::kPerChannel: return "per-channel(axis=" + std::to_string(axis) + ")";
-    case Kind::kBlocked:
-      return "blocked(axis=" + std::to_string(axis) + ",block=" + std::to_string(block_size) + ")";
+    case Kind::kBlocked: return "blocked(axis=" + std::to_string(axis) + ",block=" + std::to_string(block_size) + ")";
   }
   return "?";
 }
@@ -709,11 +710,9 @@ QuantizedWeight quantize_pieces(const TensorView& weight, WeightFormat format, c
   // Blocked along axis 0 (MatMul weights blocked along K), a piece of pass 2 holds whole blocks, so it
   // finds its own ranges and parameters just before quantizing them: the weight is read from memory
   // once. Packed zero points need each piece's parameters to start on a byte.
-  const bool fused = g.kind == WeightGranularity::Kind::kBlocked && g.axis == 0 && !g.dims.empty() &&
-                     g.inner > 0 && step2 % g.block == 0 &&
-                     (!packed || ((step2 / g.block) * g.inner) % 2 == 0);
-  const auto scan_rows = [&](uint64_t r0, uint64_t r1, float* range_lo, float* range_hi,
-                             std::vector<float>& buffer) {
+  const bool fused = g.kind == WeightGranularity::Kind::kBlocked && g.axis == 0 && !g.dims.empty() && g.inner > 0 &&
+                     step2 % g.block == 0 && (!packed || ((step2 / g.block) * g.inner) % 2 == 0);
+  const auto scan_rows = [&](uint64_t r0, uint64_t r1, float* range_lo, float* range_hi, std::vector<float>& buffer) {
     const uint64_t e0 = r0 * row, e1 = r1 * row;
     const float* v = decode(weight.type, x, e0, e1 - e0, buffer);
     if (g.kind == WeightGranularity::Kind::kPerTensor) {
@@ -818,7 +817,7 @@ QuantizedWeight quantize_pieces(const TensorView& weight, WeightFormat format, c
   const bool with_zero_point = f.integer || (f.element == DataType::kFloat8E4M3FN && !f.mx && opset < 21);
   Tensor zero_point;
   if (with_zero_point) zero_point = make_tensor(f.element, g.param_shape);
-  const double type_max = weight.type == DataType::kFloat16 ? 65504.0
+  const double type_max = weight.type == DataType::kFloat16    ? 65504.0
                           : weight.type == DataType::kBFloat16 ? 3.3895313892515355e38
                                                                : static_cast<double>(std::numeric_limits<float>::max());
   const int64_t qmin = f.integer ? (f.signed_codes ? -(int64_t{1} << (f.bits - 1)) : 0) : 0;
@@ -829,53 +828,53 @@ QuantizedWeight quantize_pieces(const TensorView& weight, WeightFormat format, c
   const bool float_symmetric = magnitude_only && f.integer && scale_type == DataType::kFloat;
   const float float_levels = static_cast<float>(f.signed_codes ? qmax : (qmax - 1) / 2);
   const auto compute_params = [&](uint64_t p_begin, uint64_t p_end) {
-  if (float_symmetric) {
-    uint8_t* scales = result.scale.data.data();
+    if (float_symmetric) {
+      uint8_t* scales = result.scale.data.data();
+      for (uint64_t p = p_begin; p < p_end; ++p) {
+        const float amax = hi[p];
+        float scale = amax > 0 ? amax / float_levels : 1.0f;
+        if (scale == 0.0f) scale = std::numeric_limits<float>::denorm_min();
+        std::memcpy(scales + 4 * p, &scale, 4);
+      }
+      // make_tensor zero-filled the zero points, the signed formats' 0.
+      if (!f.signed_codes) {
+        for (uint64_t p = p_begin; p < p_end; ++p) store_code(f.element, zero_point.data.data(), p, (qmax + 1) / 2);
+      }
+      return;
+    }
     for (uint64_t p = p_begin; p < p_end; ++p) {
-      const float amax = hi[p];
-      float scale = amax > 0 ? amax / float_levels : 1.0f;
-      if (scale == 0.0f) scale = std::numeric_limits<float>::denorm_min();
-      std::memcpy(scales + 4 * p, &scale, 4);
+      const bool any = magnitude_only || lo[p] <= hi[p];
+      const double amax = magnitude_only ? static_cast<double>(hi[p])
+                          : any ? std::max(std::fabs(static_cast<double>(lo[p])), std::fabs(static_cast<double>(hi[p])))
+                                : 0.0;
+      if (f.mx) {
+        int code = 127;  // 2^0 for a block without a non-zero finite element
+        if (amax > 0) code = std::clamp(std::ilogb(amax) - f.emax + 127, 0, 254);
+        result.scale.data[p] = static_cast<uint8_t>(code);
+        continue;
+      }
+      if (!f.integer) {  // float8e4m3fn: max|w| / 448
+        store_scale(amax > 0 ? amax / 448.0 : 1.0, scale_type, result.scale.data.data(), p);
+        continue;
+      }
+      int64_t zp = 0;
+      // An asymmetric grid's rounded zero point can push its far end past the weight type's largest
+      // value, which would dequantize to infinity; groups that large use the symmetric rule.
+      if (symmetric || amax > type_max / 4) {
+        const int64_t levels = f.signed_codes ? qmax : (qmax - 1) / 2;  // 127/7 either way
+        if (!f.signed_codes) zp = (qmax + 1) / 2;
+        store_scale(amax > 0 ? amax / static_cast<double>(levels) : 1.0, scale_type, result.scale.data.data(), p);
+      } else {
+        const double low = any ? std::min(0.0, static_cast<double>(lo[p])) : 0.0;
+        const double high = any ? std::max(0.0, static_cast<double>(hi[p])) : 0.0;
+        const double range = high - low;
+        const double stored = store_scale(range > 0 ? range / static_cast<double>(qmax - qmin) : 1.0, scale_type,
+                                          result.scale.data.data(), p);
+        zp = static_cast<int64_t>(std::clamp(std::nearbyint(static_cast<double>(qmin) - low / stored),
+                                             static_cast<double>(qmin), static_cast<double>(qmax)));
+      }
+      if (with_zero_point) store_code(f.element, zero_point.data.data(), p, zp);
     }
-    // make_tensor zero-filled the zero points, the signed formats' 0.
-    if (!f.signed_codes) {
-      for (uint64_t p = p_begin; p < p_end; ++p) store_code(f.element, zero_point.data.data(), p, (qmax + 1) / 2);
-    }
-    return;
-  }
-  for (uint64_t p = p_begin; p < p_end; ++p) {
-    const bool any = magnitude_only || lo[p] <= hi[p];
-    const double amax = magnitude_only ? static_cast<double>(hi[p])
-                        : any ? std::max(std::fabs(static_cast<double>(lo[p])), std::fabs(static_cast<double>(hi[p])))
-                              : 0.0;
-    if (f.mx) {
-      int code = 127;  // 2^0 for a block without a non-zero finite element
-      if (amax > 0) code = std::clamp(std::ilogb(amax) - f.emax + 127, 0, 254);
-      result.scale.data[p] = static_cast<uint8_t>(code);
-      continue;
-    }
-    if (!f.integer) {  // float8e4m3fn: max|w| / 448
-      store_scale(amax > 0 ? amax / 448.0 : 1.0, scale_type, result.scale.data.data(), p);
-      continue;
-    }
-    int64_t zp = 0;
-    // An asymmetric grid's rounded zero point can push its far end past the weight type's largest
-    // value, which would dequantize to infinity; groups that large use the symmetric rule.
-    if (symmetric || amax > type_max / 4) {
-      const int64_t levels = f.signed_codes ? qmax : (qmax - 1) / 2;  // 127/7 either way
-      if (!f.signed_codes) zp = (qmax + 1) / 2;
-      store_scale(amax > 0 ? amax / static_cast<double>(levels) : 1.0, scale_type, result.scale.data.data(), p);
-    } else {
-      const double low = any ? std::min(0.0, static_cast<double>(lo[p])) : 0.0;
-      const double high = any ? std::max(0.0, static_cast<double>(hi[p])) : 0.0;
-      const double range = high - low;
-      const double stored = store_scale(range > 0 ? range / static_cast<double>(qmax - qmin) : 1.0, scale_type,
-                                        result.scale.data.data(), p);
-      zp = static_cast<int64_t>(std::clamp(std::nearbyint(static_cast<double>(qmin) - low / stored),
-                                           static_cast<double>(qmin), static_cast<double>(qmax)));
-    }
-    if (with_zero_point) store_code(f.element, zero_point.data.data(), p, zp);
-  }
   };
   if (!fused) compute_params(0, g.params);
 
@@ -940,8 +939,8 @@ QuantizedWeight quantize_pieces(const TensorView& weight, WeightFormat format, c
     TensorView xv{weight.type, chunk_shape, x + e0 * weight_size, static_cast<size_t>(count * weight_size)};
     const uint64_t code_offset = e0 * static_cast<uint64_t>(f.bits) / 8;
     const size_t code_bytes = static_cast<size_t>(storage_bytes(f.element, count));
-    uint8_t* const codes = sink ? wave_codes.data() + (code_offset - wave_first_byte(piece))
-                                : result.codes.data.data() + code_offset;
+    uint8_t* const codes =
+        sink ? wave_codes.data() + (code_offset - wave_first_byte(piece)) : result.codes.data.data() + code_offset;
     // A reused wave buffer holds older codes: the padding nibble of an odd count must start at zero.
     if (sink && packed && count % 2 == 1) codes[code_bytes - 1] = 0;
     MutableTensorView yv{f.element, chunk_shape, codes, code_bytes};
@@ -1169,7 +1168,8 @@ std::optional<Layout> layout_for(const Use& use, int64_t rank, std::string& why)
 
 std::string layout_text(const Layout& layout, bool blocked) {
   const int64_t axis = blocked ? layout.block : layout.channel;
-  return axis < 0 ? std::string("no axis") : (blocked ? "blocks along axis " : "channels on axis ") + std::to_string(axis);
+  return axis < 0 ? std::string("no axis")
+                  : (blocked ? "blocks along axis " : "channels on axis ") + std::to_string(axis);
 }
 
 // Names unique across the whole model (all graphs share one namespace for values).
@@ -1330,7 +1330,8 @@ Selection select(::onnx::ModelProto& model, const QuantizeModelOptions& options,
       // would get blocks of a handful of elements, each with its own scale: block along the longest
       // kernel axis instead when the channel axis is shorter than a block.
       bool all_convolutions = true;
-      for (const Use& use : c.uses) all_convolutions = all_convolutions && (use.op_type == "Conv" || use.op_type == "ConvTranspose");
+      for (const Use& use : c.uses)
+        all_convolutions = all_convolutions && (use.op_type == "Conv" || use.op_type == "ConvTranspose");
       if (all_convolutions && dims[static_cast<size_t>(axis)] < block_size) {
         for (size_t d = 2; d < dims.size(); ++d) {
           if (dims[d] > dims[static_cast<size_t>(axis)]) axis = static_cast<int64_t>(d);
@@ -1435,8 +1436,8 @@ std::string ModelReport::to_json() const {
   out += ", \"format\": ";
   json_string(out, format);
   out += ", \"opset\": {\"from\": " + std::to_string(opset_from) + ", \"to\": " + std::to_string(opset_to) + "}";
-  out += ", \"ir_version\": {\"from\": " + std::to_string(ir_version_from) + ", \"to\": " +
-         std::to_string(ir_version_to) + "}";
+  out += ", \"ir_version\": {\"from\": " + std::to_string(ir_version_from) +
+         ", \"to\": " + std::to_string(ir_version_to) + "}";
   out += ", \"conversions\": [";
   for (size_t k = 0; k < conversions.size(); ++k) {
     if (k) out += ", ";
@@ -1465,8 +1466,8 @@ std::string ModelReport::to_json() const {
     json_string(out, t.note);
     out += ", \"weight_type\": ";
     json_string(out, data_type_name(t.weight_type));
-    out += ", \"bytes_before\": " + std::to_string(t.bytes_before) + ", \"bytes_after\": " +
-           std::to_string(t.bytes_after) + ", \"sqnr_db\": ";
+    out += ", \"bytes_before\": " + std::to_string(t.bytes_before) +
+           ", \"bytes_after\": " + std::to_string(t.bytes_after) + ", \"sqnr_db\": ";
     json_number(out, t.sqnr_db);
     out += ", \"max_abs_error\": ";
     json_number(out, t.max_abs_error);
@@ -1530,14 +1531,20 @@ ModelReport quantize_model_file(const std::string& input, const std::string& out
   int64_t block_size = 32;
   if (options.block_size) {
     block_size = *options.block_size;
-    if (f.mx && block_size != 32) throw Error(std::string(f.name) + " uses blocks of 32 (OCP Microscaling); --block-size " + std::to_string(block_size) + " is not allowed");
-    if (!f.mx && !f.blocked) throw Error(std::string("--block-size applies to the blocked formats (int4, uint4, mxfp8, mxfp4), not ") + f.name);
+    if (f.mx && block_size != 32)
+      throw Error(std::string(f.name) + " uses blocks of 32 (OCP Microscaling); --block-size " +
+                  std::to_string(block_size) + " is not allowed");
+    if (!f.mx && !f.blocked)
+      throw Error(std::string("--block-size applies to the blocked formats (int4, uint4, mxfp8, mxfp4), not ") +
+                  f.name);
     if (block_size < 16 || block_size > 256) {
       throw Error("--block-size " + std::to_string(block_size) + " is outside 16..256");
     }
   }
-  const bool symmetric = options.symmetric.value_or(!(options.format == WeightFormat::kUint8 || options.format == WeightFormat::kUint4));
-  if (!f.integer && !symmetric) throw Error(std::string(f.name) + " is symmetric only; --asymmetric applies to int8, uint8, int4, uint4");
+  const bool symmetric =
+      options.symmetric.value_or(!(options.format == WeightFormat::kUint8 || options.format == WeightFormat::kUint4));
+  if (!f.integer && !symmetric)
+    throw Error(std::string(f.name) + " is symmetric only; --asymmetric applies to int8, uint8, int4, uint4");
   if (options.min_elements < 0) throw Error("--min-elements must not be negative");
 
   ModelSource source(input);
@@ -1565,7 +1572,8 @@ ModelReport quantize_model_file(const std::string& input, const std::string& out
     selection = select(model, options, block_size, input);  // the converter may have moved messages
   }
   report.opset_to = default_opset(model);
-  if (report.opset_to < target) fail(input, "the version converter did not raise the opset to " + std::to_string(target));
+  if (report.opset_to < target)
+    fail(input, "the version converter did not raise the opset to " + std::to_string(target));
   if (!selection.selected.empty() && model.ir_version() < ir_for_opset(report.opset_to)) {
     model.set_ir_version(ir_for_opset(report.opset_to));
   }
@@ -1577,7 +1585,8 @@ ModelReport quantize_model_file(const std::string& input, const std::string& out
   // A model that keeps its weights in external data stays that way: it is usually large, and holding
   // every quantized tensor in the message until the end would cost memory proportional to the model.
   bool input_external = false;
-  for_each_tensor(model, [&](::onnx::TensorProto& t) { input_external = input_external || ModelSource::is_external(t); });
+  for_each_tensor(model,
+                  [&](::onnx::TensorProto& t) { input_external = input_external || ModelSource::is_external(t); });
   report.external_data = options.external_data || input_external || estimate > kProtobufLimit;
   ModelWriter writer(output, report.external_data);
 
@@ -1602,8 +1611,8 @@ ModelReport quantize_model_file(const std::string& input, const std::string& out
     QuantizedWeight q;
     // Codes bound for the data file are written there as they are made (one large write per wave of
     // pieces, from a buffer still in the cache), not gathered into a tensor first.
-    const bool stream_codes = writer.external_data() &&
-                              storage_bytes(f.element, element_count(dims)) >= ModelWriter::kExternalThreshold;
+    const bool stream_codes =
+        writer.external_data() && storage_bytes(f.element, element_count(dims)) >= ModelWriter::kExternalThreshold;
     CodesSink sink;
     if (stream_codes) {
       writer.begin_external();
@@ -1614,8 +1623,9 @@ ModelReport quantize_model_file(const std::string& input, const std::string& out
       const TensorView view{weight_type, dims, bytes.size() ? bytes.data() : reinterpret_cast<const uint8_t*>(""),
                             bytes.size()};
       try {
-        q = quantize_pieces(view, options.format, sel.granularity, symmetric, report.opset_to, execution,
-                            [&bytes](size_t end) { bytes.release_until(end); }, sink);
+        q = quantize_pieces(
+            view, options.format, sel.granularity, symmetric, report.opset_to, execution,
+            [&bytes](size_t end) { bytes.release_until(end); }, sink);
       } catch (const Error& e) {
         fail(what, e.what());
       }

@@ -42,12 +42,12 @@ struct WeightGranularity {
 
 /// One weight quantized: the stored tensors and how well they reproduce the original.
 struct QuantizedWeight {
-  Tensor codes;                     // the quantized elements (INT8, UINT4, FLOAT8E4M3FN, ...)
-  Tensor scale;                     // FLOAT/FLOAT16/BFLOAT16 like the weight, FLOAT8E8M0 for MX
+  Tensor codes;                      // the quantized elements (INT8, UINT4, FLOAT8E4M3FN, ...)
+  Tensor scale;                      // FLOAT/FLOAT16/BFLOAT16 like the weight, FLOAT8E8M0 for MX
   std::optional<Tensor> zero_point;  // integer formats only (zeros when symmetric)
-  double sqnr_db = 0;               // 10·log10(Σw² / Σ(w−ŵ)²) over finite w, capped at 300
-  double max_abs_error = 0;         // max |w − ŵ| over finite w
-  uint64_t non_finite = 0;          // NaN and ±inf elements of the weight
+  double sqnr_db = 0;                // 10·log10(Σw² / Σ(w−ŵ)²) over finite w, capped at 300
+  double max_abs_error = 0;          // max |w − ŵ| over finite w
+  uint64_t non_finite = 0;           // NaN and ±inf elements of the weight
 };
 
 /// The minimum ai.onnx opset at which `format` with `granularity` can be stored for a weight of
@@ -75,8 +75,8 @@ struct QuantizeModelOptions {
   std::vector<std::string> include;   // glob patterns (fnmatch) on tensor names; empty = all
   std::vector<std::string> exclude;
   std::vector<std::string> op_types;  // consumer ops to quantize for; empty = every supported one
-  bool external_data = false;  // always write OUT.onnx.data (else when the input has external data or
-                               // the output would exceed 2 GiB)
+  bool external_data = false;         // always write OUT.onnx.data (else when the input has external data or
+                                      // the output would exceed 2 GiB)
   ExecutionOptions execution;
   /// Called before and after each tensor (done of total); may be empty.
   std::function<void(size_t done, size_t total, const std::string& tensor)> progress;

@@ -61,9 +61,7 @@ void clear_padding(DataType type, uint64_t elements, std::vector<uint8_t>& data)
   data.back() &= static_cast<uint8_t>((1u << (used * static_cast<uint64_t>(bits))) - 1u);
 }
 
-[[noreturn]] void fail(const std::string& what, const std::string& problem) {
-  throw Error(what + ": " + problem);
-}
+[[noreturn]] void fail(const std::string& what, const std::string& problem) { throw Error(what + ": " + problem); }
 
 std::string read_whole_file(const std::string& path) {
   std::error_code ec;
@@ -137,8 +135,7 @@ Tensor tensor_from_proto(const ::onnx::TensorProto& proto, const std::string& wh
   }
   if (proto.has_segment()) fail(what, "segmented tensors (field 'segment') are not supported");
   if (proto.data_location() != 0 || proto.external_data_size() != 0) {
-    fail(what, "external data is not supported (data_location " +
-                   std::to_string(proto.data_location()) + ", " +
+    fail(what, "external data is not supported (data_location " + std::to_string(proto.data_location()) + ", " +
                    std::to_string(proto.external_data_size()) + " external_data entries)");
   }
 
@@ -180,8 +177,7 @@ Tensor tensor_from_proto(const ::onnx::TensorProto& proto, const std::string& wh
   for (const auto& [s, count] : present) {
     if (s != storage && count != 0) {
       fail(what, std::string(storage_name(s)) + " holds " + std::to_string(count) + " entries, but " +
-                     data_type_name(type) + " elements belong in " + storage_name(storage) +
-                     " (or raw_data)");
+                     data_type_name(type) + " elements belong in " + storage_name(storage) + " (or raw_data)");
     }
   }
 
@@ -259,17 +255,16 @@ Tensor read_tensor_file(const std::string& path) { return parse_tensor(read_whol
 
 std::string read_file_bytes(const std::string& path) { return read_whole_file(path); }
 
-void tensor_to_proto(const Tensor& tensor, bool use_typed_fields, ::onnx::TensorProto& proto,
-                     const std::string& what) {
+void tensor_to_proto(const Tensor& tensor, bool use_typed_fields, ::onnx::TensorProto& proto, const std::string& what) {
   const auto type_number = static_cast<int32_t>(tensor.type);
-  if (!is_known_data_type(type_number) || bit_width(tensor.type) == 0 ||
-      tensor.type == DataType::kComplex64 || tensor.type == DataType::kComplex128) {
+  if (!is_known_data_type(type_number) || bit_width(tensor.type) == 0 || tensor.type == DataType::kComplex64 ||
+      tensor.type == DataType::kComplex128) {
     fail(what, "cannot serialize a tensor of type " + data_type_name(tensor.type));
   }
   const Sizes sizes = checked_sizes(tensor.type, tensor.shape, what);
   if (static_cast<uint64_t>(tensor.data.size()) != sizes.bytes) {
-    fail(what, "holds " + std::to_string(tensor.data.size()) + " bytes, but " + data_type_name(tensor.type) +
-                   " " + shape_to_string(tensor.shape) + " needs " + std::to_string(sizes.bytes));
+    fail(what, "holds " + std::to_string(tensor.data.size()) + " bytes, but " + data_type_name(tensor.type) + " " +
+                   shape_to_string(tensor.shape) + " needs " + std::to_string(sizes.bytes));
   }
   for (int64_t d : tensor.shape) proto.add_dims(d);
   proto.set_data_type(type_number);
@@ -411,9 +406,7 @@ std::string write_temporary(const std::string& path, const std::string& bytes) {
 
 }  // namespace
 
-void write_tensor_file(const std::string& path, const Tensor& tensor) {
-  write_tensor_files({{path, &tensor}});
-}
+void write_tensor_file(const std::string& path, const Tensor& tensor) { write_tensor_files({{path, &tensor}}); }
 
 void write_tensor_files(const std::vector<std::pair<std::string, const Tensor*>>& files) {
   std::vector<std::string> temps;

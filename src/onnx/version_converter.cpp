@@ -96,12 +96,12 @@ class NameSource {
 };
 
 struct Step {
-  ::onnx::NodeProto node;                   // the node being converted (a copy until applied)
-  std::vector<::onnx::NodeProto> before;    // helper nodes placed before it, in order
-  std::vector<::onnx::NodeProto> after;     // helper nodes placed after it, in order
-  std::vector<::onnx::TensorProto> tensors; // new initializers of the node's graph
-  std::vector<std::string> notes;           // what each non-trivial step did
-  int64_t version = 0;                      // the since-version this step converts to
+  ::onnx::NodeProto node;                    // the node being converted (a copy until applied)
+  std::vector<::onnx::NodeProto> before;     // helper nodes placed before it, in order
+  std::vector<::onnx::NodeProto> after;      // helper nodes placed after it, in order
+  std::vector<::onnx::TensorProto> tensors;  // new initializers of the node's graph
+  std::vector<std::string> notes;            // what each non-trivial step did
+  int64_t version = 0;                       // the since-version this step converts to
   int64_t target_opset = 0;
   const TypeMap* types = nullptr;
   const TypeMap* ranks = nullptr;  // ranks of the main graph's inputs
@@ -114,8 +114,8 @@ struct Step {
     for (const auto& a : node.attribute()) {
       if (a.name() != name) continue;
       if (!a.ref_attr_name().empty()) {
-        throw Refusal{"attribute '" + std::string(name) + "' refers to the function attribute '" +
-                      a.ref_attr_name() + "'"};
+        throw Refusal{"attribute '" + std::string(name) + "' refers to the function attribute '" + a.ref_attr_name() +
+                      "'"};
       }
       return &a;
     }
@@ -273,8 +273,8 @@ void cast_6(Step& s) {
   const auto* to = s.attr("to");
   if (to == nullptr || to->type() != ::onnx::AttributeProto::STRING) return;
   static const std::map<std::string, int64_t> kTypes = {
-      {"FLOAT", 1},   {"UINT8", 2},  {"INT8", 3},  {"UINT16", 4},   {"INT16", 5},   {"INT32", 6},  {"INT64", 7},
-      {"STRING", 8},  {"BOOL", 9},   {"FLOAT16", 10}, {"DOUBLE", 11}, {"UINT32", 12}, {"UINT64", 13}};
+      {"FLOAT", 1},  {"UINT8", 2}, {"INT8", 3},     {"UINT16", 4},  {"INT16", 5},   {"INT32", 6},  {"INT64", 7},
+      {"STRING", 8}, {"BOOL", 9},  {"FLOAT16", 10}, {"DOUBLE", 11}, {"UINT32", 12}, {"UINT64", 13}};
   const auto it = kTypes.find(to->s());
   if (it == kTypes.end()) throw Refusal{"Cast-1 'to' names an unknown type '" + to->s() + "'"};
   s.set_int("to", it->second);
@@ -582,9 +582,18 @@ const std::unordered_map<std::string, StepRule>& step_rules() {
       (*r)[std::string(op) + ":" + std::to_string(version)] = StepRule{fn};
     };
     // consumed_inputs (a memory-reuse hint without meaning) went away at 6.
-    for (const char* op : {"Abs", "Ceil", "Exp", "Floor", "Log", "Neg", "Reciprocal", "Relu", "Sigmoid", "Sqrt",
-                           "Tanh", "Elu", "HardSigmoid", "LeakyRelu", "PRelu", "InstanceNormalization", "Clip",
-                           "Max", "Min", "Mean", "Sum", "BatchNormalization", "Dropout"}) {
+    for (const char* op : {"Abs",         "Ceil",
+                           "Exp",         "Floor",
+                           "Log",         "Neg",
+                           "Reciprocal",  "Relu",
+                           "Sigmoid",     "Sqrt",
+                           "Tanh",        "Elu",
+                           "HardSigmoid", "LeakyRelu",
+                           "PRelu",       "InstanceNormalization",
+                           "Clip",        "Max",
+                           "Min",         "Mean",
+                           "Sum",         "BatchNormalization",
+                           "Dropout"}) {
       adapt(op, 6, remove_consumed_inputs);
     }
     for (const char* op : {"Add", "Sub", "Mul", "Div"}) {
@@ -605,13 +614,53 @@ const std::unordered_map<std::string, StepRule>& step_rules() {
       compatible(op, {13});
     }
     compatible("Relu", {13, 14});
-    for (const char* op : {"Acos", "Acosh", "Asin", "Asinh", "Atan", "Atanh", "Cos", "Cosh", "Sin", "Sinh", "Tan",
-                           "Elu", "HardSigmoid", "Selu", "Softplus", "Softsign", "ThresholdedRelu", "HardSwish",
-                           "Mish", "Round", "Det", "EyeLike", "Bernoulli", "Multinomial", "RandomNormal",
-                           "RandomNormalLike", "RandomUniform", "RandomUniformLike", "GlobalAveragePool",
-                           "GlobalMaxPool", "GlobalLpPool", "LpNormalization", "MaxRoiPool", "MaxUnpool",
-                           "InstanceNormalization", "Conv", "ConvTranspose", "DeformConv", "LpPool",
-                           "AveragePool", "MaxPool", "GRU", "LSTM", "RNN", "GridSample", "RoiAlign", "Dropout",
+    for (const char* op : {"Acos",
+                           "Acosh",
+                           "Asin",
+                           "Asinh",
+                           "Atan",
+                           "Atanh",
+                           "Cos",
+                           "Cosh",
+                           "Sin",
+                           "Sinh",
+                           "Tan",
+                           "Elu",
+                           "HardSigmoid",
+                           "Selu",
+                           "Softplus",
+                           "Softsign",
+                           "ThresholdedRelu",
+                           "HardSwish",
+                           "Mish",
+                           "Round",
+                           "Det",
+                           "EyeLike",
+                           "Bernoulli",
+                           "Multinomial",
+                           "RandomNormal",
+                           "RandomNormalLike",
+                           "RandomUniform",
+                           "RandomUniformLike",
+                           "GlobalAveragePool",
+                           "GlobalMaxPool",
+                           "GlobalLpPool",
+                           "LpNormalization",
+                           "MaxRoiPool",
+                           "MaxUnpool",
+                           "InstanceNormalization",
+                           "Conv",
+                           "ConvTranspose",
+                           "DeformConv",
+                           "LpPool",
+                           "AveragePool",
+                           "MaxPool",
+                           "GRU",
+                           "LSTM",
+                           "RNN",
+                           "GridSample",
+                           "RoiAlign",
+                           "Dropout",
                            "NegativeLogLikelihoodLoss"}) {
       compatible(op, {22});  // bfloat16 added
     }
@@ -758,16 +807,84 @@ std::string node_label(const ::onnx::NodeProto& node, int index, const std::stri
 
 // Ops whose outputs have the element type of their first input, for the type pass below.
 bool keeps_input_type(const std::string& op) {
-  static const std::unordered_set<std::string> kOps = {
-      "Abs", "Add", "Sub", "Mul", "Div", "Pow", "Neg", "Relu", "LeakyRelu", "PRelu", "Elu", "Selu", "Sigmoid",
-      "HardSigmoid", "HardSwish", "Tanh", "Exp", "Log", "Sqrt", "Reciprocal", "Floor", "Ceil", "Round", "Erf",
-      "Sin", "Cos", "Clip", "Max", "Min", "Mean", "Sum", "Conv", "ConvTranspose", "MatMul", "Gemm",
-      "BatchNormalization", "InstanceNormalization", "LayerNormalization", "AveragePool", "MaxPool",
-      "GlobalAveragePool", "GlobalMaxPool", "Softmax", "LogSoftmax", "Hardmax", "Reshape", "Transpose",
-      "Squeeze", "Unsqueeze", "Flatten", "Concat", "Slice", "Split", "Gather", "Expand", "Tile", "Pad",
-      "Identity", "Dropout", "Resize", "Upsample", "ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin",
-      "ReduceProd", "ReduceL2", "ReduceL1", "ReduceSumSquare", "ReduceLogSumExp", "DepthToSpace",
-      "SpaceToDepth", "Softplus", "Softsign", "Mish", "Gelu", "LRN", "MeanVarianceNormalization"};
+  static const std::unordered_set<std::string> kOps = {"Abs",
+                                                       "Add",
+                                                       "Sub",
+                                                       "Mul",
+                                                       "Div",
+                                                       "Pow",
+                                                       "Neg",
+                                                       "Relu",
+                                                       "LeakyRelu",
+                                                       "PRelu",
+                                                       "Elu",
+                                                       "Selu",
+                                                       "Sigmoid",
+                                                       "HardSigmoid",
+                                                       "HardSwish",
+                                                       "Tanh",
+                                                       "Exp",
+                                                       "Log",
+                                                       "Sqrt",
+                                                       "Reciprocal",
+                                                       "Floor",
+                                                       "Ceil",
+                                                       "Round",
+                                                       "Erf",
+                                                       "Sin",
+                                                       "Cos",
+                                                       "Clip",
+                                                       "Max",
+                                                       "Min",
+                                                       "Mean",
+                                                       "Sum",
+                                                       "Conv",
+                                                       "ConvTranspose",
+                                                       "MatMul",
+                                                       "Gemm",
+                                                       "BatchNormalization",
+                                                       "InstanceNormalization",
+                                                       "LayerNormalization",
+                                                       "AveragePool",
+                                                       "MaxPool",
+                                                       "GlobalAveragePool",
+                                                       "GlobalMaxPool",
+                                                       "Softmax",
+                                                       "LogSoftmax",
+                                                       "Hardmax",
+                                                       "Reshape",
+                                                       "Transpose",
+                                                       "Squeeze",
+                                                       "Unsqueeze",
+                                                       "Flatten",
+                                                       "Concat",
+                                                       "Slice",
+                                                       "Split",
+                                                       "Gather",
+                                                       "Expand",
+                                                       "Tile",
+                                                       "Pad",
+                                                       "Identity",
+                                                       "Dropout",
+                                                       "Resize",
+                                                       "Upsample",
+                                                       "ReduceMean",
+                                                       "ReduceSum",
+                                                       "ReduceMax",
+                                                       "ReduceMin",
+                                                       "ReduceProd",
+                                                       "ReduceL2",
+                                                       "ReduceL1",
+                                                       "ReduceSumSquare",
+                                                       "ReduceLogSumExp",
+                                                       "DepthToSpace",
+                                                       "SpaceToDepth",
+                                                       "Softplus",
+                                                       "Softsign",
+                                                       "Mish",
+                                                       "Gelu",
+                                                       "LRN",
+                                                       "MeanVarianceNormalization"};
   return kOps.count(op) != 0;
 }
 
@@ -850,9 +967,9 @@ bool has_subgraphs(const ::onnx::NodeProto& node) {
 using NodeList = google::protobuf::RepeatedPtrField<::onnx::NodeProto>;
 
 struct PlannedNode {
-  NodeList* nodes = nullptr;              // the list holding the node
-  ::onnx::GraphProto* graph = nullptr;    // the graph holding `nodes`; nullptr in a function body
-  int depth = 0;  // 0: the main graph
+  NodeList* nodes = nullptr;            // the list holding the node
+  ::onnx::GraphProto* graph = nullptr;  // the graph holding `nodes`; nullptr in a function body
+  int depth = 0;                        // 0: the main graph
   int index = 0;
   Step step;
 };
@@ -880,8 +997,7 @@ struct Planner {
     for (int k = 0; k < nodes.size(); ++k) {
       ::onnx::NodeProto& node = *nodes.Mutable(k);
       for (auto& a : *node.mutable_attribute()) {
-        const std::string inner =
-            node.op_type() + " " + node_label(node, k, graph_label) + " attribute " + a.name();
+        const std::string inner = node.op_type() + " " + node_label(node, k, graph_label) + " attribute " + a.name();
         ++depth;
         if (a.has_g()) plan_graph(*a.mutable_g(), a.g().name().empty() ? inner : a.g().name());
         for (auto& g : *a.mutable_graphs()) plan_graph(g, g.name().empty() ? inner : g.name());
@@ -993,8 +1109,7 @@ struct Planner {
       step.before.insert(step.before.begin(), constants.begin(), constants.end());
     }
     if (step.notes.empty()) step.notes.push_back("attributes updated");
-    std::string change =
-        node.op_type() + " " + label + ": " + from_text + " -> " + op + "-" + std::to_string(current);
+    std::string change = node.op_type() + " " + label + ": " + from_text + " -> " + op + "-" + std::to_string(current);
     for (size_t k = 0; k < step.notes.size(); ++k) change += (k == 0 ? ": " : "; ") + step.notes[k];
     changes.push_back(change);
     planned.push_back(PlannedNode{&nodes, graph, depth, index, std::move(step)});
@@ -1044,8 +1159,8 @@ OpsetConversion convert_opset(::onnx::ModelProto& model, int64_t target_opset) {
   for (const auto& opset : model.opset_import()) {
     if (is_default_domain(opset.domain())) {
       if (has_import && opset.version() != result.from_opset) {
-        throw Error("convert_opset: the model imports ai.onnx twice, at opsets " +
-                    std::to_string(result.from_opset) + " and " + std::to_string(opset.version()));
+        throw Error("convert_opset: the model imports ai.onnx twice, at opsets " + std::to_string(result.from_opset) +
+                    " and " + std::to_string(opset.version()));
       }
       result.from_opset = opset.version();
       has_import = true;
@@ -1055,8 +1170,8 @@ OpsetConversion convert_opset(::onnx::ModelProto& model, int64_t target_opset) {
   result.from_ir_version = result.to_ir_version = model.ir_version();
   if (!has_import || target_opset <= result.from_opset) return result;
   if (target_opset > max_known_opset()) {
-    throw Error("convert_opset: opset " + std::to_string(target_opset) +
-                " is newer than the newest this qdq knows (" + std::to_string(max_known_opset()) + ")");
+    throw Error("convert_opset: opset " + std::to_string(target_opset) + " is newer than the newest this qdq knows (" +
+                std::to_string(max_known_opset()) + ")");
   }
   if (result.from_opset < 1) {
     throw Error("convert_opset: the model's ai.onnx opset " + std::to_string(result.from_opset) + " is not valid");

@@ -56,7 +56,8 @@ uint64_t storage_bytes(DataType type, uint64_t elements) {
   }
   const uint64_t bytes_per = static_cast<uint64_t>(bits / 8);
   if (elements > UINT64_MAX / bytes_per) {
-    throw Error(std::to_string(elements) + " elements of " + data_type_name(type) + " overflow a 64-bit byte size (more than 2^64 bytes)");
+    throw Error(std::to_string(elements) + " elements of " + data_type_name(type) +
+                " overflow a 64-bit byte size (more than 2^64 bytes)");
   }
   return elements * bytes_per;
 }

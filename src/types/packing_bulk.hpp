@@ -58,8 +58,8 @@ inline void unpack_all_codes(const uint8_t* packed, int bits, int64_t count, boo
     }
     if (count % 2) {
       const uint8_t code = packed[whole] & 0x0F;
-      out[count - 1] = sign_extend_codes ? static_cast<uint8_t>(static_cast<int8_t>(static_cast<uint8_t>(code << 4)) >> 4)
-                                         : code;
+      out[count - 1] =
+          sign_extend_codes ? static_cast<uint8_t>(static_cast<int8_t>(static_cast<uint8_t>(code << 4)) >> 4) : code;
     }
     return;
   }

@@ -79,8 +79,9 @@ struct TypeInfo {
 
 template <class Traits>
 constexpr TypeInfo make_type_info() {
-  return {Traits::value,  Traits::kName, Traits::kBits, Traits::kKind, Traits::kSigned,
-          type_traits_internal::FormatFacts<typename Traits::Format>::kNegativeZero, Traits::kSince};
+  return {Traits::value, Traits::kName,   Traits::kBits,
+          Traits::kKind, Traits::kSigned, type_traits_internal::FormatFacts<typename Traits::Format>::kNegativeZero,
+          Traits::kSince};
 }
 
 /// Every type of the list, in DataType order (index = number − 1).
@@ -126,7 +127,8 @@ constexpr decltype(auto) visit_type(DataType type, Fn&& fn) {
   switch (type) {
     case DataType::kUndefined: return fn(TypeTraits<DataType::kUndefined>{});
 #define QDQ_DATA_TYPE(E, ...) \
-  case DataType::E: return fn(TypeTraits<DataType::E>{});
+  case DataType::E:           \
+    return fn(TypeTraits<DataType::E>{});
 #include "types/data_types.inc"
 #undef QDQ_DATA_TYPE
   }

@@ -20,11 +20,9 @@ int main() {
 
   // Validate and size the output first; the zero point's type (INT8) decides y's type.
   const qdq::QuantizeLinearAttributes q_attributes;  // opset 25, every attribute at its default
-  const qdq::TensorSpec y_spec =
-      qdq::quantize_linear_output(q_attributes, x_view, scale_view, &zero_point_view);
+  const qdq::TensorSpec y_spec = qdq::quantize_linear_output(q_attributes, x_view, scale_view, &zero_point_view);
   if (y_spec.type != qdq::DataType::kInt8 || y_spec.size_bytes != x.size()) {
-    std::fprintf(stderr, "unexpected output spec: %s, %llu bytes\n",
-                 qdq::data_type_name(y_spec.type).c_str(),
+    std::fprintf(stderr, "unexpected output spec: %s, %llu bytes\n", qdq::data_type_name(y_spec.type).c_str(),
                  static_cast<unsigned long long>(y_spec.size_bytes));
     return 1;
   }
@@ -35,8 +33,7 @@ int main() {
   // Dequantize y with the same scale and zero point: (y - 1) * 0.5.
   const qdq::TensorView y_view{y_spec.type, y_spec.shape, y.data(), y.size()};
   const qdq::DequantizeLinearAttributes dq_attributes;
-  const qdq::TensorSpec z_spec =
-      qdq::dequantize_linear_output(dq_attributes, y_view, scale_view, &zero_point_view);
+  const qdq::TensorSpec z_spec = qdq::dequantize_linear_output(dq_attributes, y_view, scale_view, &zero_point_view);
   std::vector<float> z(x.size());
   qdq::dequantize_linear(dq_attributes, y_view, scale_view, &zero_point_view,
                          {z_spec.type, z_spec.shape, z.data(), z.size() * sizeof(float)});
@@ -46,8 +43,8 @@ int main() {
   int failures = 0;
   for (size_t i = 0; i < x.size(); ++i) {
     if (y[i] != y_expected[i] || z[i] != z_expected[i]) {
-      std::fprintf(stderr, "element %zu: x=%g y=%d (want %d) z=%g (want %g)\n", i, x[i], y[i],
-                   y_expected[i], z[i], z_expected[i]);
+      std::fprintf(stderr, "element %zu: x=%g y=%d (want %d) z=%g (want %g)\n", i, x[i], y[i], y_expected[i], z[i],
+                   z_expected[i]);
       ++failures;
     }
   }
@@ -66,9 +63,8 @@ int main() {
   }
 
   // The library and the headers it was compiled against agree on the version.
-  const std::string expected_version = std::to_string(QDQ_VERSION_MAJOR) + "." +
-                                       std::to_string(QDQ_VERSION_MINOR) + "." +
-                                       std::to_string(QDQ_VERSION_PATCH);
+  const std::string expected_version = std::to_string(QDQ_VERSION_MAJOR) + "." + std::to_string(QDQ_VERSION_MINOR) +
+                                       "." + std::to_string(QDQ_VERSION_PATCH);
   failures += qdq::version() != expected_version;
 
   std::printf("qdq %s: %s\n", std::string(qdq::version()).c_str(), failures ? "FAILED" : "ok");

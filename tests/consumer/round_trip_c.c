@@ -22,8 +22,8 @@ static int failures = 0;
 
 /* The status is `expected`, the message contains `needle`, and `size` bytes at `buffer` are all
  * still `fill`. */
-static void check_error(int line, qdq_status status, qdq_status expected, const char* needle,
-                        const void* buffer, size_t size, unsigned char fill) {
+static void check_error(int line, qdq_status status, qdq_status expected, const char* needle, const void* buffer,
+                        size_t size, unsigned char fill) {
   const char* message = qdq_last_error_message();
   const unsigned char* bytes = (const unsigned char*)buffer;
   size_t i;
@@ -33,8 +33,7 @@ static void check_error(int line, qdq_status status, qdq_status expected, const 
     ++failures;
   }
   if (message == NULL || strstr(message, needle) == NULL) {
-    fprintf(stderr, "line %d: message \"%s\" does not contain \"%s\"\n", line, message ? message : "(NULL)",
-            needle);
+    fprintf(stderr, "line %d: message \"%s\" does not contain \"%s\"\n", line, message ? message : "(NULL)", needle);
     ++failures;
   }
   for (i = 0; i < size; ++i) {
@@ -67,8 +66,7 @@ static void serial_hook(void* user_data, size_t tasks, qdq_task_function task_fu
   }
 }
 
-static void out_of_range_hook(void* user_data, size_t tasks, qdq_task_function task_function,
-                              void* task_context) {
+static void out_of_range_hook(void* user_data, size_t tasks, qdq_task_function task_function, void* task_context) {
   (void)user_data;
   task_function(task_context, tasks); /* one past the end: qdq must refuse it */
 }
@@ -169,11 +167,11 @@ int main(void) {
 
       /* A hook that leaves a task out, and one that runs a task that does not exist. */
       state.skip_task = 1;
-      EXPECT_ERROR(qdq_quantize_linear(&per_tensor, &big_x, &big_s, NULL, &hooked_y, &options),
-                   QDQ_ERROR_INTERNAL, "the parallel_for hook returned after running", "", 0, 0);
+      EXPECT_ERROR(qdq_quantize_linear(&per_tensor, &big_x, &big_s, NULL, &hooked_y, &options), QDQ_ERROR_INTERNAL,
+                   "the parallel_for hook returned after running", "", 0, 0);
       options.parallel_for = out_of_range_hook;
-      EXPECT_ERROR(qdq_quantize_linear(&per_tensor, &big_x, &big_s, NULL, &hooked_y, &options),
-                   QDQ_ERROR_INTERNAL, "the parallel_for hook ran task", "", 0, 0);
+      EXPECT_ERROR(qdq_quantize_linear(&per_tensor, &big_x, &big_s, NULL, &hooked_y, &options), QDQ_ERROR_INTERNAL,
+                   "the parallel_for hook ran task", "", 0, 0);
     }
     free(big);
     free(own);
@@ -200,16 +198,16 @@ int main(void) {
     /* NULL pointers. */
     EXPECT_ERROR(qdq_quantize_linear(NULL, &x, &scale, &zero_point, &y_view, NULL), qdq_invalid,
                  "qdq_quantize_linear: attributes is NULL", out, sizeof out, 0xA5);
-    EXPECT_ERROR(qdq_quantize_linear(&q_attributes, NULL, &scale, &zero_point, &y_view, NULL), qdq_invalid,
-                 "x is NULL", out, sizeof out, 0xA5);
+    EXPECT_ERROR(qdq_quantize_linear(&q_attributes, NULL, &scale, &zero_point, &y_view, NULL), qdq_invalid, "x is NULL",
+                 out, sizeof out, 0xA5);
     EXPECT_ERROR(qdq_quantize_linear(&q_attributes, &x, NULL, &zero_point, &y_view, NULL), qdq_invalid,
                  "y_scale is NULL", out, sizeof out, 0xA5);
-    EXPECT_ERROR(qdq_quantize_linear(&q_attributes, &x, &scale, &zero_point, NULL, NULL), qdq_invalid,
-                 "y is NULL", out, sizeof out, 0xA5);
+    EXPECT_ERROR(qdq_quantize_linear(&q_attributes, &x, &scale, &zero_point, NULL, NULL), qdq_invalid, "y is NULL", out,
+                 sizeof out, 0xA5);
     EXPECT_ERROR(qdq_dequantize_linear(&dq_attributes, &y_in, NULL, &zero_point, &z_view, NULL), qdq_invalid,
                  "qdq_dequantize_linear: x_scale is NULL", out_f, sizeof out_f, 0xA5);
-    EXPECT_ERROR(qdq_quantize_linear_output(&q_attributes, &x, &scale, &zero_point, NULL), qdq_invalid,
-                 "spec is NULL", out, sizeof out, 0xA5);
+    EXPECT_ERROR(qdq_quantize_linear_output(&q_attributes, &x, &scale, &zero_point, NULL), qdq_invalid, "spec is NULL",
+                 out, sizeof out, 0xA5);
     EXPECT_ERROR(qdq_dequantize_linear_output(NULL, &y_in, &scale, &zero_point, &spec), qdq_invalid,
                  "attributes is NULL", out, sizeof out, 0xA5);
     bad = x;
@@ -229,8 +227,7 @@ int main(void) {
     bad = x;
     bad.size_bytes = sizeof x_values - 1;
     EXPECT_ERROR(qdq_quantize_linear(&q_attributes, &bad, &scale, &zero_point, &y_view, NULL), qdq_invalid,
-                 "x of type FLOAT and shape [2,4] needs 32 bytes, but its buffer has 31", out, sizeof out,
-                 0xA5);
+                 "x of type FLOAT and shape [2,4] needs 32 bytes, but its buffer has 31", out, sizeof out, 0xA5);
     bad_y = y_view;
     bad_y.size_bytes = 3;
     EXPECT_ERROR(qdq_quantize_linear(&q_attributes, &x, &scale, &zero_point, &bad_y, NULL), qdq_invalid,
@@ -256,8 +253,8 @@ int main(void) {
                  "output y has element type UINT4, expected INT4", out, sizeof out, 0xA5);
     bad = y_in;
     bad.type = QDQ_TYPE_STRING;
-    EXPECT_ERROR(qdq_dequantize_linear(&dq_attributes, &bad, &scale, &zero_point, &z_view, NULL), qdq_invalid,
-                 "STRING", out_f, sizeof out_f, 0xA5);
+    EXPECT_ERROR(qdq_dequantize_linear(&dq_attributes, &bad, &scale, &zero_point, &z_view, NULL), qdq_invalid, "STRING",
+                 out_f, sizeof out_f, 0xA5);
 
     /* Bad attributes. */
     bad_q = q_attributes;
@@ -279,8 +276,7 @@ int main(void) {
     bad_q = q_attributes;
     bad_q.present |= 1u << 10;
     EXPECT_ERROR(qdq_quantize_linear(&bad_q, &x, &scale, &zero_point, &y_view, NULL), qdq_invalid,
-                 "attributes->present has bits 1024 that are no QuantizeLinear attribute", out, sizeof out,
-                 0xA5);
+                 "attributes->present has bits 1024 that are no QuantizeLinear attribute", out, sizeof out, 0xA5);
     bad_dq = dq_attributes;
     bad_dq.present |= QDQ_ATTRIBUTE_SATURATE;
     EXPECT_ERROR(qdq_dequantize_linear(&bad_dq, &y_in, &scale, &zero_point, &z_view, NULL), qdq_invalid,
@@ -290,8 +286,8 @@ int main(void) {
     bad_q = q_attributes;
     bad_q.struct_size = 0;
     EXPECT_ERROR(qdq_quantize_linear(&bad_q, &x, &scale, &zero_point, &y_view, NULL), qdq_invalid,
-                 "attributes->struct_size is 0, but must be sizeof(qdq_quantize_linear_attributes)", out,
-                 sizeof out, 0xA5);
+                 "attributes->struct_size is 0, but must be sizeof(qdq_quantize_linear_attributes)", out, sizeof out,
+                 0xA5);
     {
       struct {
         qdq_quantize_linear_attributes known;
@@ -321,17 +317,15 @@ int main(void) {
                  "options->num_threads is -1", out, sizeof out, 0xA5);
     memset(&untouched_spec, 0xA5, sizeof untouched_spec);
     untouched_spec.struct_size = 1;
-    EXPECT_ERROR(qdq_quantize_linear_output(&q_attributes, &x, &scale, &zero_point, &untouched_spec),
-                 qdq_invalid, "spec->struct_size is 1",
-                 (const unsigned char*)&untouched_spec + sizeof(size_t),
+    EXPECT_ERROR(qdq_quantize_linear_output(&q_attributes, &x, &scale, &zero_point, &untouched_spec), qdq_invalid,
+                 "spec->struct_size is 1", (const unsigned char*)&untouched_spec + sizeof(size_t),
                  sizeof untouched_spec - sizeof(size_t), 0xA5);
     untouched_spec.struct_size = sizeof untouched_spec;
     bad = scale;
     bad.type = QDQ_TYPE_INT8;
     bad.size_bytes = 4;
-    EXPECT_ERROR(qdq_quantize_linear_output(&q_attributes, &x, &bad, &zero_point, &untouched_spec),
-                 qdq_invalid, "y_scale has element type INT8",
-                 (const unsigned char*)&untouched_spec + sizeof(size_t),
+    EXPECT_ERROR(qdq_quantize_linear_output(&q_attributes, &x, &bad, &zero_point, &untouched_spec), qdq_invalid,
+                 "y_scale has element type INT8", (const unsigned char*)&untouched_spec + sizeof(size_t),
                  sizeof untouched_spec - sizeof(size_t), 0xA5);
 
     /* DynamicQuantizeLinear. */
@@ -349,8 +343,8 @@ int main(void) {
                    "y_zero_point is NULL", q, sizeof q, 0xA5);
       EXPECT_ERROR(qdq_dynamic_quantize_linear(10, &x, &q_view, &y_scale, &y_zero_point, NULL), qdq_invalid,
                    "opset 10 has no DynamicQuantizeLinear", q, sizeof q, 0xA5);
-      EXPECT_ERROR(qdq_dynamic_quantize_linear(11, &empty, &q_view, &y_scale, &y_zero_point, NULL),
-                   qdq_invalid, "x is empty", q, sizeof q, 0xA5);
+      EXPECT_ERROR(qdq_dynamic_quantize_linear(11, &empty, &q_view, &y_scale, &y_zero_point, NULL), qdq_invalid,
+                   "x is empty", q, sizeof q, 0xA5);
       CHECK(y_scale == 42.0f && y_zero_point == 42);
       /* And the working call: range [-8, 100], scale 108 / 255, zero point round(8 / scale) = 19. */
       CHECK(qdq_dynamic_quantize_linear(11, &x, &q_view, &y_scale, &y_zero_point, NULL) == QDQ_OK);
@@ -362,8 +356,8 @@ int main(void) {
     {
       uint64_t bytes = 7;
       int32_t version = 0;
-      EXPECT_ERROR(qdq_storage_bytes(QDQ_TYPE_STRING, 3, &bytes), qdq_invalid,
-                   "STRING has no fixed storage size", &bytes, 0, 0);
+      EXPECT_ERROR(qdq_storage_bytes(QDQ_TYPE_STRING, 3, &bytes), qdq_invalid, "STRING has no fixed storage size",
+                   &bytes, 0, 0);
       CHECK(bytes == 7);
       EXPECT_ERROR(qdq_storage_bytes(QDQ_TYPE_INT4, 3, NULL), qdq_invalid, "bytes is NULL", "", 0, 0);
       EXPECT_ERROR(qdq_storage_bytes(77, 3, &bytes), qdq_invalid, "unknown element type number 77", "", 0, 0);
@@ -373,8 +367,7 @@ int main(void) {
       EXPECT_ERROR(qdq_quantize_linear_version(20, NULL), qdq_invalid, "version is NULL", "", 0, 0);
       CHECK(qdq_quantize_linear_version(20, &version) == QDQ_OK && version == 19);
       CHECK(strcmp(qdq_last_error_message(), "") == 0);
-      CHECK(qdq_bit_width(QDQ_TYPE_INT4) == 4 && qdq_bit_width(QDQ_TYPE_BFLOAT16) == 16 &&
-            qdq_bit_width(99) == 0);
+      CHECK(qdq_bit_width(QDQ_TYPE_INT4) == 4 && qdq_bit_width(QDQ_TYPE_BFLOAT16) == 16 && qdq_bit_width(99) == 0);
       CHECK(strcmp(qdq_data_type_name(QDQ_TYPE_FLOAT8E4M3FN), "FLOAT8E4M3FN") == 0);
       CHECK(qdq_data_type_name(99) == NULL);
       CHECK(strcmp(qdq_status_name(QDQ_ERROR_OUT_OF_MEMORY), "QDQ_ERROR_OUT_OF_MEMORY") == 0);

@@ -24,7 +24,9 @@ constexpr int64_t kElements = (int64_t{1} << 31) + 3;
 struct Mapping {
   void* p = MAP_FAILED;
   size_t size = 0;
-  explicit Mapping(size_t n) : size(n) { p = mmap(nullptr, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0); }
+  explicit Mapping(size_t n) : size(n) {
+    p = mmap(nullptr, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  }
   ~Mapping() {
     if (p != MAP_FAILED) munmap(p, size);
   }

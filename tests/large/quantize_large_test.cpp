@@ -31,8 +31,8 @@ class LargeQuantize : public ::testing::Test {
  protected:
   void SetUp() override {
     const char* base = std::getenv("QDQ_LARGE_TMP");
-    std::string pattern = (base != nullptr ? std::string(base) : fs::temp_directory_path().string()) +
-                          "/qdq-large-quantize-XXXXXX";
+    std::string pattern =
+        (base != nullptr ? std::string(base) : fs::temp_directory_path().string()) + "/qdq-large-quantize-XXXXXX";
     ASSERT_NE(::mkdtemp(pattern.data()), nullptr);
     dir_ = pattern;
   }
@@ -109,8 +109,8 @@ class LargeQuantize : public ::testing::Test {
       std::FILE* f = std::freopen(report.c_str(), "w", stdout);
       (void)f;
       const std::string input = dir_ + "/big.onnx";
-      ::execl(QDQ_CLI, QDQ_CLI, "quantize", input.c_str(), "-o", output.c_str(), "--format", format.c_str(),
-              "--json", static_cast<char*>(nullptr));
+      ::execl(QDQ_CLI, QDQ_CLI, "quantize", input.c_str(), "-o", output.c_str(), "--format", format.c_str(), "--json",
+              static_cast<char*>(nullptr));
       _exit(127);
     }
     int status = 0;

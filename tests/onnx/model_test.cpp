@@ -117,8 +117,8 @@ TEST(RunModel, QuantizeThenDequantizeChain) {
   b.output("y", DataType::kFloat);
   const auto model = b.model();
   EXPECT_EQ(model.opset, 25);
-  const auto out = qdq::onnx::run_model(model, {floats({4}, {0.0f, 1.5f, -3.0f, 300.0f}, "ignored"),
-                                               bytes(DataType::kUint8, {}, {128})});
+  const auto out = qdq::onnx::run_model(
+      model, {floats({4}, {0.0f, 1.5f, -3.0f, 300.0f}, "ignored"), bytes(DataType::kUint8, {}, {128})});
   ASSERT_EQ(out.size(), 2u);
   EXPECT_EQ(out[0].name, "q");
   EXPECT_EQ(out[0].type, DataType::kUint8);
@@ -187,7 +187,8 @@ TEST(RunModel, ThreadCountDoesNotChangeResults) {
   one.num_threads = 1;
   qdq::ExecutionOptions four;
   four.num_threads = 4;
-  EXPECT_EQ(qdq::onnx::run_model(b.model(), inputs, one)[0].data, qdq::onnx::run_model(b.model(), inputs, four)[0].data);
+  EXPECT_EQ(qdq::onnx::run_model(b.model(), inputs, one)[0].data,
+            qdq::onnx::run_model(b.model(), inputs, four)[0].data);
 }
 
 TEST(RunModel, AllConformanceTestsPass) {
@@ -265,8 +266,11 @@ TEST(ModelReject, ForbiddenTypeOrAttributeAtAnOpset) {
   b.input("x", DataType::kFloat8E4M3FN);
   b.input("s", DataType::kFloat);
   b.output("y");
-  expect_error([&] { qdq::onnx::run_model(b.model(), {bytes(DataType::kFloat8E4M3FN, {1}, {0x38}), floats({}, {1.0f})}); },
-               {"m.onnx: node 0 (DequantizeLinear)"});
+  expect_error(
+      [&] {
+        qdq::onnx::run_model(b.model(), {bytes(DataType::kFloat8E4M3FN, {1}, {0x38}), floats({}, {1.0f})});
+      },
+      {"m.onnx: node 0 (DequantizeLinear)"});
   // INT4 is v21+.
   ModelBuilder c(19);
   auto& n = c.node("QuantizeLinear", {"x", "s", "zp"}, {"y"});
@@ -275,16 +279,22 @@ TEST(ModelReject, ForbiddenTypeOrAttributeAtAnOpset) {
   c.input("s", DataType::kFloat);
   c.input("zp", DataType::kInt4);
   c.output("y");
-  expect_error([&] { qdq::onnx::run_model(c.model(), {floats({1}, {1.0f}), floats({}, {1.0f}), bytes(DataType::kInt4, {}, {0})}); },
-               {"m.onnx: node 0 (QuantizeLinear)"});
+  expect_error(
+      [&] {
+        qdq::onnx::run_model(c.model(), {floats({1}, {1.0f}), floats({}, {1.0f}), bytes(DataType::kInt4, {}, {0})});
+      },
+      {"m.onnx: node 0 (QuantizeLinear)"});
   // block_size is v21+.
   ModelBuilder d(19);
   ModelBuilder::int_attribute(d.node("QuantizeLinear", {"x", "s"}, {"y"}), "block_size", 2);
   d.input("x", DataType::kFloat);
   d.input("s", DataType::kFloat);
   d.output("y");
-  expect_error([&] { qdq::onnx::run_model(d.model(), {floats({2}, {1.0f, 2.0f}), floats({1}, {1.0f})}); },
-               {"m.onnx: node 0 (QuantizeLinear)", "block_size"});
+  expect_error(
+      [&] {
+        qdq::onnx::run_model(d.model(), {floats({2}, {1.0f, 2.0f}), floats({1}, {1.0f})});
+      },
+      {"m.onnx: node 0 (QuantizeLinear)", "block_size"});
   // DynamicQuantizeLinear exists from opset 11.
   ModelBuilder e(10);
   e.node("DynamicQuantizeLinear", {"x"}, {"y", "s", "z"});
@@ -324,11 +334,21 @@ TEST(ModelReject, Binding) {
   b.input("s", DataType::kFloat);
   b.output("y");
   const auto model = b.model();
-  expect_error([&] { qdq::onnx::run_model(model, {floats({2}, {1, 2})}); }, {"m.onnx: the model takes 2 inputs, 1 given"});
-  expect_error([&] { qdq::onnx::run_model(model, {bytes(DataType::kUint8, {2, 1}, {1, 2}), floats({}, {1})}); },
-               {"input 0 ('x'): is UINT8 [2,1], but the model declares element type FLOAT"});
-  expect_error([&] { qdq::onnx::run_model(model, {floats({3, 1}, {1, 2, 3}), floats({}, {1})}); },
-               {"input 0 ('x'): is FLOAT [3,1], but the model declares shape [2,?]"});
+  expect_error(
+      [&] {
+        qdq::onnx::run_model(model, {floats({2}, {1, 2})});
+      },
+      {"m.onnx: the model takes 2 inputs, 1 given"});
+  expect_error(
+      [&] {
+        qdq::onnx::run_model(model, {bytes(DataType::kUint8, {2, 1}, {1, 2}), floats({}, {1})});
+      },
+      {"input 0 ('x'): is UINT8 [2,1], but the model declares element type FLOAT"});
+  expect_error(
+      [&] {
+        qdq::onnx::run_model(model, {floats({3, 1}, {1, 2, 3}), floats({}, {1})});
+      },
+      {"input 0 ('x'): is FLOAT [3,1], but the model declares shape [2,?]"});
   // Symbolic dimensions accept any size.
   EXPECT_EQ(qdq::onnx::run_model(model, {floats({2, 2}, {1, 2, 3, 4}), floats({}, {1})})[0].shape,
             (std::vector<int64_t>{2, 2}));
@@ -358,7 +378,8 @@ TEST(ModelReject, CorruptTruncatedAndMissingFiles) {
   ModelBuilder b(25);
   b.node("QuantizeLinear", {"x", "s"}, {"y"});
   const std::string good = b.serialized();
-  expect_error([&] { qdq::onnx::parse_model(good.substr(0, good.size() - 8), "cut.onnx"); }, {"cut.onnx: not a valid ONNX model"});
+  expect_error([&] { qdq::onnx::parse_model(good.substr(0, good.size() - 8), "cut.onnx"); },
+               {"cut.onnx: not a valid ONNX model"});
   expect_error([] { qdq::onnx::read_model_file("/nonexistent/model.onnx"); },
                {"/nonexistent/model.onnx: cannot open: No such file or directory"});
   // A broken initializer names the model and the initializer.
@@ -378,7 +399,8 @@ TEST(ModelReject, OperatorErrorsNameTheNode) {
   b.output("y");
   expect_error([&] { qdq::onnx::run_model(b.model(), {bytes(DataType::kUint8, {1}, {1})}); },
                {"m.onnx: node 0 (DynamicQuantizeLinear 'dq')", "must be FLOAT"});
-  expect_error([&] { qdq::onnx::run_model(b.model(), {floats({0}, {})}); }, {"m.onnx: node 0 (DynamicQuantizeLinear 'dq')"});
+  expect_error([&] { qdq::onnx::run_model(b.model(), {floats({0}, {})}); },
+               {"m.onnx: node 0 (DynamicQuantizeLinear 'dq')"});
 }
 
 }  // namespace

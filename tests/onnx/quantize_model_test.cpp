@@ -46,7 +46,8 @@ double half_value(uint16_t b) {
 uint16_t to_half(float v) {
   const uint16_t sign = std::signbit(v) ? 0x8000 : 0;
   const double a = std::fabs(static_cast<double>(v));
-  if (a < std::ldexp(1.0, -14)) return static_cast<uint16_t>(sign | static_cast<uint16_t>(std::nearbyint(a * 16777216.0)));
+  if (a < std::ldexp(1.0, -14))
+    return static_cast<uint16_t>(sign | static_cast<uint16_t>(std::nearbyint(a * 16777216.0)));
   const int e = std::ilogb(a);
   const double m = std::nearbyint(std::ldexp(a, 10 - e));  // 1024..2048; 2048 carries into the exponent
   return static_cast<uint16_t>(sign | ((static_cast<uint32_t>(e + 15) << 10) + static_cast<uint32_t>(m) - 1024));
@@ -94,7 +95,7 @@ WeightGranularity granularity_for(WeightFormat f) {
 
 // Two rows (channels) of 32 elements: row 0 holds `row0`, row 1 is ordinary data.
 qdq::onnx::QuantizedWeight quantize_rows(WeightFormat f, const std::vector<float>& row0, Tensor& weight,
-                                          bool symmetric = true) {
+                                         bool symmetric = true) {
   weight = qdq::onnx::make_tensor(DataType::kFloat, {2, 32});
   std::vector<float> values(64);
   for (int k = 0; k < 32; ++k) values[static_cast<size_t>(k)] = row0[static_cast<size_t>(k) % row0.size()];
@@ -223,8 +224,8 @@ TEST(QuantizeScaleRules, Float16WeightsKeepFloat16Scales) {
     const uint16_t h = to_half(k < 32 ? 1e-7f : static_cast<float>(k) / 64.0f);  // row 0: subnormal
     std::memcpy(w.data.data() + 2 * k, &h, 2);
   }
-  const auto q = qdq::onnx::quantize_weight(w.view(), WeightFormat::kInt8,
-                                            {WeightGranularity::Kind::kPerChannel, 0, 0}, true, 19);
+  const auto q =
+      qdq::onnx::quantize_weight(w.view(), WeightFormat::kInt8, {WeightGranularity::Kind::kPerChannel, 0, 0}, true, 19);
   EXPECT_EQ(q.scale.type, DataType::kFloat16);
   EXPECT_GT(scale_value(q.scale, 0), 0.0);
   EXPECT_TRUE(std::isfinite(q.sqnr_db));
@@ -414,7 +415,8 @@ TEST(QuantizeModel, ConflictingAxesGoPerTensorOrAreSkipped) {
   report = qdq::onnx::quantize_model_file(dir / "in.onnx", dir / "out.onnx", options(WeightFormat::kInt4));
   EXPECT_EQ(report.tensors.size(), 0u);
   bool found = false;
-  for (const auto& s : report.skipped) found |= s.name == "shared" && s.reason.find("different axes") != std::string::npos;
+  for (const auto& s : report.skipped)
+    found |= s.name == "shared" && s.reason.find("different axes") != std::string::npos;
   EXPECT_TRUE(found);
   EXPECT_NE(report.to_json().find("\"skipped\": [{\"name\": "), std::string::npos);
 }
@@ -687,9 +689,12 @@ TEST(ModelIo, ExternalLocationsOutsideTheFolderAreRejected) {
   fs::create_symlink(dir / "elsewhere", dir / "model/linkdir");
   const std::string absolute = dir / "elsewhere/w.bin";
   const std::pair<std::string, std::string> attacks[] = {
-      {"../elsewhere/w.bin", "'..'"},       {"sub/../../elsewhere/w.bin", "'..'"},
-      {absolute, "absolute"},               {"link.bin", "outside the model's folder"},
-      {"linkdir/w.bin", "outside the model's folder"}, {"missing.bin", "cannot be opened"},
+      {"../elsewhere/w.bin", "'..'"},
+      {"sub/../../elsewhere/w.bin", "'..'"},
+      {absolute, "absolute"},
+      {"link.bin", "outside the model's folder"},
+      {"linkdir/w.bin", "outside the model's folder"},
+      {"missing.bin", "cannot be opened"},
   };
   for (const auto& [location, message] : attacks) {
     SCOPED_TRACE(location);
@@ -750,13 +755,13 @@ TEST(QuantizeModel, ReportJsonHasTheContractFields) {
   two_matmuls().save(dir / "in.onnx");
   const auto report = qdq::onnx::quantize_model_file(dir / "in.onnx", dir / "out.onnx", options(WeightFormat::kInt4));
   const std::string json = report.to_json();
-  for (const char* key : {"\"input\": ", "\"output\": ", "\"format\": \"int4\"", "\"opset\": {\"from\": 21, \"to\": 21}",
-                          "\"ir_version\": {\"from\": 10, \"to\": 10}", "\"conversions\": []", "\"tensors\": [",
-                          "\"shape\": [64, 64]", "\"consumers\": [\"MatMul 'MatMul1'\"]",
-                          "\"granularity\": \"blocked(axis=0,block=32)\"", "\"bytes_before\": 16384",
-                          "\"sqnr_db\": ", "\"max_abs_error\": ", "\"skipped\": [{\"name\": \"bias\"",
-                          "\"totals\": {\"tensors_quantized\": 2", "\"weight_bytes_before\": ",
-                          "\"model_bytes_before\": ", "\"seconds\": "}) {
+  for (const char* key :
+       {"\"input\": ", "\"output\": ", "\"format\": \"int4\"", "\"opset\": {\"from\": 21, \"to\": 21}",
+        "\"ir_version\": {\"from\": 10, \"to\": 10}", "\"conversions\": []", "\"tensors\": [", "\"shape\": [64, 64]",
+        "\"consumers\": [\"MatMul 'MatMul1'\"]", "\"granularity\": \"blocked(axis=0,block=32)\"",
+        "\"bytes_before\": 16384", "\"sqnr_db\": ", "\"max_abs_error\": ", "\"skipped\": [{\"name\": \"bias\"",
+        "\"totals\": {\"tensors_quantized\": 2",
+        "\"weight_bytes_before\": ", "\"model_bytes_before\": ", "\"seconds\": "}) {
     EXPECT_NE(json.find(key), std::string::npos) << key << " in " << json;
   }
   EXPECT_EQ(json.find("\"check\""), std::string::npos);
@@ -871,7 +876,7 @@ TEST(QuantizeModel, ShortConvolutionChannelAxesBlockAlongTheKernel) {
   TempFolder dir;
   Model m(21);
   m.input("x");
-  m.initializer(float_tensor("stft", {64, 1, 256}));   // one input channel: blocks along the kernel
+  m.initializer(float_tensor("stft", {64, 1, 256}));  // one input channel: blocks along the kernel
   m.node("Conv", {"x", "stft"}, {"y1"});
   m.initializer(float_tensor("pointwise", {64, 1, 1}));  // nothing to block along
   m.node("Conv", {"x", "pointwise"}, {"y2"});

@@ -19,12 +19,12 @@ using qdq::onnx::Tensor;
 namespace fs = std::filesystem;
 
 const DataType kAllTypes[] = {
-    DataType::kFloat,          DataType::kUint8,          DataType::kInt8,        DataType::kUint16,
-    DataType::kInt16,          DataType::kInt32,          DataType::kInt64,       DataType::kBool,
-    DataType::kFloat16,        DataType::kDouble,         DataType::kUint32,      DataType::kUint64,
-    DataType::kBFloat16,       DataType::kFloat8E4M3FN,   DataType::kFloat8E4M3FNUZ, DataType::kFloat8E5M2,
-    DataType::kFloat8E5M2FNUZ, DataType::kUint4,          DataType::kInt4,        DataType::kFloat4E2M1,
-    DataType::kFloat8E8M0,     DataType::kUint2,          DataType::kInt2,
+    DataType::kFloat,          DataType::kUint8,        DataType::kInt8,           DataType::kUint16,
+    DataType::kInt16,          DataType::kInt32,        DataType::kInt64,          DataType::kBool,
+    DataType::kFloat16,        DataType::kDouble,       DataType::kUint32,         DataType::kUint64,
+    DataType::kBFloat16,       DataType::kFloat8E4M3FN, DataType::kFloat8E4M3FNUZ, DataType::kFloat8E5M2,
+    DataType::kFloat8E5M2FNUZ, DataType::kUint4,        DataType::kInt4,           DataType::kFloat4E2M1,
+    DataType::kFloat8E8M0,     DataType::kUint2,        DataType::kInt2,
 };
 
 // A tensor of random codes in canonical form (sub-byte padding zero, BOOL 0/1).
@@ -72,7 +72,8 @@ void expect_rejected(const std::string& bytes, const std::string& needle) {
 
 TEST(TensorRoundTrip, EveryTypeBothStoragesManyShapes) {
   std::mt19937 rng(12345);
-  const std::vector<std::vector<int64_t>> shapes = {{}, {0}, {1}, {2}, {3}, {5}, {7}, {3, 7}, {2, 3, 1}, {4, 0, 2}, {33}};
+  const std::vector<std::vector<int64_t>> shapes = {{},  {0},    {1},       {2},       {3}, {5},
+                                                    {7}, {3, 7}, {2, 3, 1}, {4, 0, 2}, {33}};
   for (DataType type : kAllTypes) {
     for (const auto& shape : shapes) {
       for (bool typed : {false, true}) {
@@ -228,7 +229,8 @@ TEST(TensorReject, TypedEntryCountMismatch) {
   onnx::TensorProto empty;
   empty.add_dims(2);
   empty.set_data_type(1);
-  expect_rejected(serialize(empty), "has no data (neither raw_data nor float_data), but FLOAT [2] needs 2 float_data entries");
+  expect_rejected(serialize(empty),
+                  "has no data (neither raw_data nor float_data), but FLOAT [2] needs 2 float_data entries");
 }
 
 TEST(TensorReject, ElementsInTheWrongTypedField) {

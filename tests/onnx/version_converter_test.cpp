@@ -69,7 +69,7 @@ int64_t opset_of(const onnx::ModelProto& model, const std::string& domain = "") 
 TEST(VersionConverter, RefusesBeforeChangingAnything) {
   Builder b(8);
   Builder::ints(b.node("Squeeze", "sq", {"x"}, {"s"}), "axes", {0});  // convertible, and first
-  b.node("Scan", "scan", {"", "s"}, {"y"});                            // Scan-8 -> Scan-9 is not
+  b.node("Scan", "scan", {"", "s"}, {"y"});                           // Scan-8 -> Scan-9 is not
   const std::string before = b.model.SerializeAsString();
   const std::string message = error_of(b.model, 13);
   EXPECT_EQ(b.model.SerializeAsString(), before);

@@ -27,7 +27,8 @@ void expect_error(const std::function<void()>& f, std::initializer_list<const ch
     f();
     ADD_FAILURE() << "no qdq::Error thrown (expected one mentioning '" << *parts.begin() << "')";
   } catch (const qdq::Error& e) {
-    for (const char* p : parts) EXPECT_NE(std::string(e.what()).find(p), std::string::npos) << "message: " << e.what() << "\nmissing: " << p;
+    for (const char* p : parts)
+      EXPECT_NE(std::string(e.what()).find(p), std::string::npos) << "message: " << e.what() << "\nmissing: " << p;
   } catch (const std::exception& e) {
     ADD_FAILURE() << "threw " << typeid(e).name() << " instead of qdq::Error: " << e.what();
   }
@@ -75,9 +76,13 @@ TEST(HostileArguments, ByteSizeOverflowingIsRejected) {
   const int64_t shape[1] = {k2p62};
   const qdq::TensorView xf{DataType::kFloat, shape, g_small, sizeof g_small};
   Sentinel y;
-  expect_error([&] { qdq::quantize_linear_output({}, xf, scalar_scale(), nullptr); }, {"QuantizeLinear", "x", "overflow"});
-  expect_error([&] { qdq::quantize_linear({}, xf, scalar_scale(), nullptr, {DataType::kUint8, shape, y.bytes.data(), 64}); },
+  expect_error([&] { qdq::quantize_linear_output({}, xf, scalar_scale(), nullptr); },
                {"QuantizeLinear", "x", "overflow"});
+  expect_error(
+      [&] {
+        qdq::quantize_linear({}, xf, scalar_scale(), nullptr, {DataType::kUint8, shape, y.bytes.data(), 64});
+      },
+      {"QuantizeLinear", "x", "overflow"});
   // The scale's shape too.
   const int64_t x_shape[2] = {2, 2};
   const int64_t scale_shape[2] = {2, k2p62};
@@ -95,12 +100,16 @@ TEST(HostileArguments, DynamicQuantizeChecksXBytesWithoutWrapping) {
   const int64_t shape[1] = {k2p62 + 1};
   float x = 1.0f;
   Sentinel y;
-  expect_error([&] { qdq::dynamic_quantize_linear({DataType::kFloat, shape, &x, 4}, {DataType::kUint8, shape, y.bytes.data(), 64}); },
-               {"DynamicQuantizeLinear", "x", "bytes"});
+  expect_error(
+      [&] {
+        qdq::dynamic_quantize_linear({DataType::kFloat, shape, &x, 4}, {DataType::kUint8, shape, y.bytes.data(), 64});
+      },
+      {"DynamicQuantizeLinear", "x", "bytes"});
   try {
     qdq::dynamic_quantize_linear({DataType::kFloat, shape, &x, 4}, {DataType::kUint8, shape, y.bytes.data(), 64});
   } catch (const qdq::Error& e) {
-    EXPECT_EQ(std::string(e.what()).find("output y"), std::string::npos) << "x's 4-byte buffer was accepted for 2^62+1 elements: " << e.what();
+    EXPECT_EQ(std::string(e.what()).find("output y"), std::string::npos)
+        << "x's 4-byte buffer was accepted for 2^62+1 elements: " << e.what();
   }
   EXPECT_TRUE(y.untouched());
 }
@@ -119,7 +128,8 @@ TEST(HostileArguments, EmptyTensorsWithHugeOtherDims) {
     qdq::QuantizeLinearAttributes a;
     a.axis = axis;
     const int64_t len[1] = {x_shape[axis]};
-    const qdq::TensorView s{DataType::kFloat, axis == 2 ? std::span<const int64_t>(per_axis_shape) : std::span<const int64_t>(len),
+    const qdq::TensorView s{DataType::kFloat,
+                            axis == 2 ? std::span<const int64_t>(per_axis_shape) : std::span<const int64_t>(len),
                             axis == 2 ? static_cast<const void*>(&none) : g_small, 0};
     try {
       const qdq::TensorSpec spec = qdq::quantize_linear_output(a, x, s, nullptr);
@@ -156,7 +166,8 @@ TEST(HostileArguments, HugeBlockSizeDoesNotOverflow) {
     a.block_size = b;
     std::vector<uint8_t> y(6, 0x5A);
     try {
-      const qdq::TensorSpec spec = qdq::quantize_linear_output(a, {DataType::kFloat, x_shape, x, 24}, {DataType::kFloat, s_shape, s, 8}, nullptr);
+      const qdq::TensorSpec spec = qdq::quantize_linear_output(a, {DataType::kFloat, x_shape, x, 24},
+                                                               {DataType::kFloat, s_shape, s, 8}, nullptr);
       qdq::quantize_linear(a, {DataType::kFloat, x_shape, x, 24}, {DataType::kFloat, s_shape, s, 8}, nullptr,
                            {spec.type, x_shape, y.data(), y.size()});
       EXPECT_EQ(y[5], 6);  // one block covers the axis: accepted is fine, as long as it is right
@@ -168,7 +179,8 @@ TEST(HostileArguments, HugeBlockSizeDoesNotOverflow) {
     d.block_size = b;
     const uint8_t xq[6] = {1, 2, 3, 4, 5, 6};
     try {
-      (void)qdq::dequantize_linear_output(d, {DataType::kUint8, x_shape, xq, 6}, {DataType::kFloat, s_shape, s, 8}, nullptr);
+      (void)qdq::dequantize_linear_output(d, {DataType::kUint8, x_shape, xq, 6}, {DataType::kFloat, s_shape, s, 8},
+                                          nullptr);
     } catch (const qdq::Error& e) {
       EXPECT_NE(std::string(e.what()).find("block"), std::string::npos) << e.what();
     }
@@ -177,47 +189,101 @@ TEST(HostileArguments, HugeBlockSizeDoesNotOverflow) {
 
 TEST(HostileArguments, NegativeDimsAndUnknownTypes) {
   static const int64_t negative[2] = {2, -1};
-  expect_error([] { qdq::quantize_linear_output({}, {DataType::kFloat, {negative, 2}, g_small, 8}, scalar_scale(), nullptr); },
-               {"QuantizeLinear", "x", "negative"});
-  expect_error([] { qdq::dequantize_linear_output({}, {DataType::kInt8, {negative, 2}, g_small, 2}, scalar_scale(), nullptr); },
-               {"DequantizeLinear", "x", "negative"});
-  expect_error([] { qdq::quantize_linear_output({}, {DataType::kFloat, {}, g_small, 4}, {DataType::kFloat, {negative, 2}, g_small, 8}, nullptr); },
-               {"QuantizeLinear", "y_scale", "negative"});
+  expect_error(
+      [] {
+        qdq::quantize_linear_output({}, {DataType::kFloat, {negative, 2}, g_small, 8}, scalar_scale(), nullptr);
+      },
+      {"QuantizeLinear", "x", "negative"});
+  expect_error(
+      [] {
+        qdq::dequantize_linear_output({}, {DataType::kInt8, {negative, 2}, g_small, 2}, scalar_scale(), nullptr);
+      },
+      {"DequantizeLinear", "x", "negative"});
+  expect_error(
+      [] {
+        qdq::quantize_linear_output({}, {DataType::kFloat, {}, g_small, 4},
+                                    {DataType::kFloat, {negative, 2}, g_small, 8}, nullptr);
+      },
+      {"QuantizeLinear", "y_scale", "negative"});
   for (int32_t t : {0, 8, 27, 1000, -1, INT32_MIN, INT32_MAX}) {
     SCOPED_TRACE(t);
     const auto type = static_cast<DataType>(t);
-    expect_error([&] { qdq::quantize_linear_output({}, {type, {}, g_small, 4}, scalar_scale(), nullptr); }, {"QuantizeLinear", "x"});
-    expect_error([&] { qdq::quantize_linear_output({}, {DataType::kFloat, {}, g_small, 4}, {type, {}, g_small, 4}, nullptr); },
-                 {"QuantizeLinear", "y_scale"});
+    expect_error(
+        [&] {
+          qdq::quantize_linear_output({}, {type, {}, g_small, 4}, scalar_scale(), nullptr);
+        },
+        {"QuantizeLinear", "x"});
+    expect_error(
+        [&] {
+          qdq::quantize_linear_output({}, {DataType::kFloat, {}, g_small, 4}, {type, {}, g_small, 4}, nullptr);
+        },
+        {"QuantizeLinear", "y_scale"});
     const qdq::TensorView zp{type, {}, g_small, 1};
-    expect_error([&] { qdq::quantize_linear_output({}, {DataType::kFloat, {}, g_small, 4}, scalar_scale(), &zp); },
-                 {"QuantizeLinear", "y_zero_point"});
-    expect_error([&] { qdq::dequantize_linear_output({}, {type, {}, g_small, 1}, scalar_scale(), nullptr); }, {"DequantizeLinear", "x"});
-    expect_error([&] { qdq::dequantize_linear_output({}, {DataType::kInt8, {}, g_small, 1}, {type, {}, g_small, 4}, nullptr); },
-                 {"DequantizeLinear", "x_scale"});
+    expect_error(
+        [&] {
+          qdq::quantize_linear_output({}, {DataType::kFloat, {}, g_small, 4}, scalar_scale(), &zp);
+        },
+        {"QuantizeLinear", "y_zero_point"});
+    expect_error(
+        [&] {
+          qdq::dequantize_linear_output({}, {type, {}, g_small, 1}, scalar_scale(), nullptr);
+        },
+        {"DequantizeLinear", "x"});
+    expect_error(
+        [&] {
+          qdq::dequantize_linear_output({}, {DataType::kInt8, {}, g_small, 1}, {type, {}, g_small, 4}, nullptr);
+        },
+        {"DequantizeLinear", "x_scale"});
     uint8_t y[4] = {};
-    expect_error([&] { qdq::dynamic_quantize_linear({type, {}, g_small, 4}, {DataType::kUint8, {}, y, 1}); },
-                 {"DynamicQuantizeLinear", "x"});
+    expect_error(
+        [&] {
+          qdq::dynamic_quantize_linear({type, {}, g_small, 4}, {DataType::kUint8, {}, y, 1});
+        },
+        {"DynamicQuantizeLinear", "x"});
   }
 }
 
 TEST(HostileArguments, NullPointersWithNonZeroSizes) {
-  expect_error([] { qdq::quantize_linear_output({}, {DataType::kFloat, {}, nullptr, 4}, scalar_scale(), nullptr); },
-               {"QuantizeLinear", "x", "null"});
-  expect_error([] { qdq::quantize_linear_output({}, {DataType::kFloat, {}, g_small, 4}, {DataType::kFloat, {}, nullptr, 4}, nullptr); },
-               {"QuantizeLinear", "y_scale", "null"});
+  expect_error(
+      [] {
+        qdq::quantize_linear_output({}, {DataType::kFloat, {}, nullptr, 4}, scalar_scale(), nullptr);
+      },
+      {"QuantizeLinear", "x", "null"});
+  expect_error(
+      [] {
+        qdq::quantize_linear_output({}, {DataType::kFloat, {}, g_small, 4}, {DataType::kFloat, {}, nullptr, 4},
+                                    nullptr);
+      },
+      {"QuantizeLinear", "y_scale", "null"});
   const qdq::TensorView zp{DataType::kUint8, {}, nullptr, 1};
-  expect_error([&] { qdq::quantize_linear_output({}, {DataType::kFloat, {}, g_small, 4}, scalar_scale(), &zp); },
-               {"QuantizeLinear", "y_zero_point", "null"});
-  expect_error([] { qdq::quantize_linear({}, {DataType::kFloat, {}, g_small, 4}, scalar_scale(), nullptr, {DataType::kUint8, {}, nullptr, 1}); },
-               {"QuantizeLinear", "output y", "null"});
-  expect_error([] { qdq::dequantize_linear({}, {DataType::kUint8, {}, g_small, 1}, scalar_scale(), nullptr, {DataType::kFloat, {}, nullptr, 4}); },
-               {"DequantizeLinear", "output y", "null"});
-  expect_error([] { qdq::dynamic_quantize_linear({DataType::kFloat, {}, nullptr, 4}, {DataType::kUint8, {}, g_small, 1}); },
-               {"DynamicQuantizeLinear", "x", "null"});
+  expect_error(
+      [&] {
+        qdq::quantize_linear_output({}, {DataType::kFloat, {}, g_small, 4}, scalar_scale(), &zp);
+      },
+      {"QuantizeLinear", "y_zero_point", "null"});
+  expect_error(
+      [] {
+        qdq::quantize_linear({}, {DataType::kFloat, {}, g_small, 4}, scalar_scale(), nullptr,
+                             {DataType::kUint8, {}, nullptr, 1});
+      },
+      {"QuantizeLinear", "output y", "null"});
+  expect_error(
+      [] {
+        qdq::dequantize_linear({}, {DataType::kUint8, {}, g_small, 1}, scalar_scale(), nullptr,
+                               {DataType::kFloat, {}, nullptr, 4});
+      },
+      {"DequantizeLinear", "output y", "null"});
+  expect_error(
+      [] {
+        qdq::dynamic_quantize_linear({DataType::kFloat, {}, nullptr, 4}, {DataType::kUint8, {}, g_small, 1});
+      },
+      {"DynamicQuantizeLinear", "x", "null"});
   uint8_t none = 0;
-  expect_error([&] { qdq::dynamic_quantize_linear({DataType::kFloat, {}, g_small, 4}, {DataType::kUint8, {}, nullptr, 1}); },
-               {"DynamicQuantizeLinear", "output y", "null"});
+  expect_error(
+      [&] {
+        qdq::dynamic_quantize_linear({DataType::kFloat, {}, g_small, 4}, {DataType::kUint8, {}, nullptr, 1});
+      },
+      {"DynamicQuantizeLinear", "output y", "null"});
   (void)none;
 }
 
@@ -231,11 +297,13 @@ TEST(HostileArguments, ExtremeAxisAndOpset) {
     SCOPED_TRACE(axis);
     qdq::QuantizeLinearAttributes a;
     a.axis = axis;
-    expect_error([&] { qdq::quantize_linear_output(a, x, scale, nullptr); }, {"QuantizeLinear", "axis", "out of range"});
+    expect_error([&] { qdq::quantize_linear_output(a, x, scale, nullptr); },
+                 {"QuantizeLinear", "axis", "out of range"});
     qdq::DequantizeLinearAttributes d;
     d.axis = axis;
     const qdq::TensorView xq{DataType::kInt8, x_shape, g_small, 6};
-    expect_error([&] { qdq::dequantize_linear_output(d, xq, scale, nullptr); }, {"DequantizeLinear", "axis", "out of range"});
+    expect_error([&] { qdq::dequantize_linear_output(d, xq, scale, nullptr); },
+                 {"DequantizeLinear", "axis", "out of range"});
   }
   for (int64_t opset : {INT64_MIN, int64_t{-1}, int64_t{0}, int64_t{9}}) {
     SCOPED_TRACE(opset);
@@ -244,11 +312,17 @@ TEST(HostileArguments, ExtremeAxisAndOpset) {
     expect_error([&] { qdq::quantize_linear_output(a, x, scalar_scale(), nullptr); }, {"QuantizeLinear", "opset"});
     qdq::DequantizeLinearAttributes d;
     d.opset = opset;
-    expect_error([&] { qdq::dequantize_linear_output(d, {DataType::kInt8, {}, g_small, 1}, scalar_scale(), nullptr); },
-                 {"DequantizeLinear", "opset"});
+    expect_error(
+        [&] {
+          qdq::dequantize_linear_output(d, {DataType::kInt8, {}, g_small, 1}, scalar_scale(), nullptr);
+        },
+        {"DequantizeLinear", "opset"});
     uint8_t y = 0;
-    expect_error([&] { qdq::dynamic_quantize_linear({DataType::kFloat, {}, g_small, 4}, {DataType::kUint8, {}, &y, 1}, {}, opset); },
-                 {"DynamicQuantizeLinear", "opset"});
+    expect_error(
+        [&] {
+          qdq::dynamic_quantize_linear({DataType::kFloat, {}, g_small, 4}, {DataType::kUint8, {}, &y, 1}, {}, opset);
+        },
+        {"DynamicQuantizeLinear", "opset"});
     EXPECT_THROW(qdq::quantize_linear_version(opset), qdq::Error);
   }
   // A far-future opset selects the newest version.
@@ -258,7 +332,8 @@ TEST(HostileArguments, ExtremeAxisAndOpset) {
   for (int64_t b : {int64_t{-1}, INT64_MIN}) {
     qdq::QuantizeLinearAttributes q;
     q.block_size = b;
-    expect_error([&] { qdq::quantize_linear_output(q, x, scalar_scale(), nullptr); }, {"QuantizeLinear", "block_size", "negative"});
+    expect_error([&] { qdq::quantize_linear_output(q, x, scalar_scale(), nullptr); },
+                 {"QuantizeLinear", "block_size", "negative"});
   }
 }
 
@@ -278,8 +353,11 @@ TEST(HostileArguments, TypeAttributesBeyondInt32AreRejected) {
   expect_error([&] { qdq::quantize_linear_output(p, x, scalar_scale(), nullptr); }, {"QuantizeLinear", "precision"});
   qdq::DequantizeLinearAttributes d;
   d.output_dtype = wrap + static_cast<int64_t>(DataType::kFloat16);
-  expect_error([&] { qdq::dequantize_linear_output(d, {DataType::kInt8, {}, g_small, 1}, scalar_scale(), nullptr); },
-               {"DequantizeLinear", "output_dtype"});
+  expect_error(
+      [&] {
+        qdq::dequantize_linear_output(d, {DataType::kInt8, {}, g_small, 1}, scalar_scale(), nullptr);
+      },
+      {"DequantizeLinear", "output_dtype"});
 }
 
 TEST(HostileArguments, MismatchedOutputViewsLeaveTheBufferUntouched) {
@@ -294,28 +372,37 @@ TEST(HostileArguments, MismatchedOutputViewsLeaveTheBufferUntouched) {
     const char* message;
   };
   const Bad bad[] = {
-      {"type", DataType::kInt8, shape, 6, "element type"},
-      {"shape", DataType::kUint8, other, 6, "shape"},
-      {"rank", DataType::kUint8, {shape, 1}, 2, "shape"},
-      {"size+1", DataType::kUint8, shape, 7, "bytes"},
-      {"size-1", DataType::kUint8, shape, 5, "bytes"},
-      {"size 0", DataType::kUint8, shape, 0, "bytes"},
+      {"type", DataType::kInt8, shape, 6, "element type"}, {"shape", DataType::kUint8, other, 6, "shape"},
+      {"rank", DataType::kUint8, {shape, 1}, 2, "shape"},  {"size+1", DataType::kUint8, shape, 7, "bytes"},
+      {"size-1", DataType::kUint8, shape, 5, "bytes"},     {"size 0", DataType::kUint8, shape, 0, "bytes"},
   };
   for (const Bad& b : bad) {
     SCOPED_TRACE(b.what);
     Sentinel y;
-    expect_error([&] { qdq::quantize_linear({}, x, scalar_scale(), nullptr, {b.type, b.shape, y.bytes.data(), b.size}); },
-                 {"QuantizeLinear", "output y", b.message});
-    expect_error([&] { qdq::dynamic_quantize_linear(x, {b.type, b.shape, y.bytes.data(), b.size}); },
-                 {"DynamicQuantizeLinear", "output y", b.message});
+    expect_error(
+        [&] {
+          qdq::quantize_linear({}, x, scalar_scale(), nullptr, {b.type, b.shape, y.bytes.data(), b.size});
+        },
+        {"QuantizeLinear", "output y", b.message});
+    expect_error(
+        [&] {
+          qdq::dynamic_quantize_linear(x, {b.type, b.shape, y.bytes.data(), b.size});
+        },
+        {"DynamicQuantizeLinear", "output y", b.message});
     EXPECT_TRUE(y.untouched());
   }
   Sentinel y;
   const qdq::TensorView xq{DataType::kUint8, shape, g_small, 6};
-  expect_error([&] { qdq::dequantize_linear({}, xq, scalar_scale(), nullptr, {DataType::kFloat16, shape, y.bytes.data(), 12}); },
-               {"DequantizeLinear", "output y", "element type"});
-  expect_error([&] { qdq::dequantize_linear({}, xq, scalar_scale(), nullptr, {DataType::kFloat, shape, y.bytes.data(), 23}); },
-               {"DequantizeLinear", "output y", "bytes"});
+  expect_error(
+      [&] {
+        qdq::dequantize_linear({}, xq, scalar_scale(), nullptr, {DataType::kFloat16, shape, y.bytes.data(), 12});
+      },
+      {"DequantizeLinear", "output y", "element type"});
+  expect_error(
+      [&] {
+        qdq::dequantize_linear({}, xq, scalar_scale(), nullptr, {DataType::kFloat, shape, y.bytes.data(), 23});
+      },
+      {"DequantizeLinear", "output y", "bytes"});
   EXPECT_TRUE(y.untouched());
 }
 
@@ -328,7 +415,8 @@ TEST(HostileArguments, ExtremeThreadCounts) {
   std::vector<uint8_t> reference(x.size()), y(x.size());
   qdq::ExecutionOptions one;
   one.num_threads = 1;
-  qdq::quantize_linear({}, xv, scalar_scale(), nullptr, {DataType::kUint8, shape, reference.data(), reference.size()}, one);
+  qdq::quantize_linear({}, xv, scalar_scale(), nullptr, {DataType::kUint8, shape, reference.data(), reference.size()},
+                       one);
   for (int n : {-7, INT_MIN, 0, 3, 1000, INT_MAX}) {
     SCOPED_TRACE(n);
     qdq::ExecutionOptions o;

@@ -54,8 +54,8 @@ struct Pb {
 };
 
 // TensorProto fields
-constexpr int kDims = 1, kDataType = 2, kSegment = 3, kFloatData = 4, kInt32Data = 5, kInt64Data = 7, kName = 8, kRawData = 9,
-              kDoubleData = 10, kExternalData = 13, kDataLocation = 14;
+constexpr int kDims = 1, kDataType = 2, kSegment = 3, kFloatData = 4, kInt32Data = 5, kInt64Data = 7, kName = 8,
+              kRawData = 9, kDoubleData = 10, kExternalData = 13, kDataLocation = 14;
 
 Pb tensor(int32_t type, const std::vector<int64_t>& dims) {
   Pb t;
@@ -117,7 +117,8 @@ Pb named_scalar_float(const std::string& name, float v) {
 }
 /// A valid QuantizeLinear model: x (FLOAT [2,3]) with an initializer scale.
 Pb quantize_model(int64_t version = 25, Pb n = node("QuantizeLinear", {"x", "s"}, {"y"})) {
-  return model(version, {n}, {value_info("x", 1, {2, 3})}, {value_info("y", 2, {2, 3})}, {named_scalar_float("s", 0.5f)});
+  return model(version, {n}, {value_info("x", 1, {2, 3})}, {value_info("y", 2, {2, 3})},
+               {named_scalar_float("s", 0.5f)});
 }
 
 // ------------------------------------------------------------------------------------------------
@@ -181,14 +182,15 @@ TEST(HostileFiles, MalformedTensorProtos) {
   expect_tensor_error(tensor(1, {2, 3}).floats(kRawData, 5), {"raw_data"});
   expect_tensor_error(tensor(22, {5}).bytes(kRawData, std::string(2, '\0')), {"raw_data"});  // INT4 x5 needs 3 bytes
   expect_tensor_error(tensor(1, {2, 3}).floats(kFloatData, 7), {"float_data"});
-  expect_tensor_error(tensor(22, {5}).packed(kInt32Data, {1, 2}), {"int32_data"});          // one entry per packed byte
-  expect_tensor_error(tensor(3, {2}).floats(kFloatData, 2), {"float_data"});                 // INT8 in float_data
-  expect_tensor_error(tensor(1, {2}).packed(kInt64Data, {1, 2}), {"int64_data"});            // FLOAT in int64_data
+  expect_tensor_error(tensor(22, {5}).packed(kInt32Data, {1, 2}), {"int32_data"});  // one entry per packed byte
+  expect_tensor_error(tensor(3, {2}).floats(kFloatData, 2), {"float_data"});        // INT8 in float_data
+  expect_tensor_error(tensor(1, {2}).packed(kInt64Data, {1, 2}), {"int64_data"});   // FLOAT in int64_data
   expect_tensor_error(tensor(1, {1}).bytes(kDoubleData, std::string(8, '\0')), {"double_data"});
   // storage qdq does not implement
   expect_tensor_error(tensor(1, {1}).floats(kRawData, 1).msg(kSegment, Pb().i(1, 0).i(2, 1)), {"segment"});
   expect_tensor_error(tensor(1, {1}).i(kDataLocation, 1), {"external"});
-  expect_tensor_error(tensor(1, {1}).msg(kExternalData, Pb().bytes(1, "location").bytes(2, "/etc/passwd")), {"external"});
+  expect_tensor_error(tensor(1, {1}).msg(kExternalData, Pb().bytes(1, "location").bytes(2, "/etc/passwd")),
+                      {"external"});
   expect_tensor_error(tensor(1, {1}).i(kDataLocation, 7).floats(kRawData, 1), {});
 }
 
@@ -277,14 +279,15 @@ TEST(HostileFiles, MalformedModels) {
                            {value_info("nowhere", 2, {2, 3})}, {named_scalar_float("s", 0.5f)}),
                      {"nowhere"}, true);
   // declared input shape [2^40, 2^40]; the caller's [2,3] tensor does not match (and nothing huge is made)
-  expect_model_error(model(25, {node("QuantizeLinear", {"x", "s"}, {"y"})}, {value_info("x", 1, {int64_t{1} << 40, int64_t{1} << 40})},
-                           {value_info("y", 2, {})}, {named_scalar_float("s", 0.5f)}),
-                     {"shape"}, true);
+  expect_model_error(
+      model(25, {node("QuantizeLinear", {"x", "s"}, {"y"})}, {value_info("x", 1, {int64_t{1} << 40, int64_t{1} << 40})},
+            {value_info("y", 2, {})}, {named_scalar_float("s", 0.5f)}),
+      {"shape"}, true);
   // a malformed initializer is named
   Pb bad_init = tensor(1, {3});
   bad_init.bytes(kName, "s").floats(kRawData, 2);
-  expect_model_error(model(25, {node("QuantizeLinear", {"x", "s"}, {"y"})}, {value_info("x", 1, {2, 3})}, {value_info("y", 2, {2, 3})},
-                           {bad_init}),
+  expect_model_error(model(25, {node("QuantizeLinear", {"x", "s"}, {"y"})}, {value_info("x", 1, {2, 3})},
+                           {value_info("y", 2, {2, 3})}, {bad_init}),
                      {"initializer", "raw_data"});
 }
 

@@ -7,16 +7,16 @@
 // tests/robustness/regressions/<target>/<short-name> and commit it; nothing else to change.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
 #include <algorithm>
 #include <csignal>
-#include <cstdlib>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <string>
-#include <unistd.h>
 #include <vector>
 
 #include "harness.hpp"
@@ -40,7 +40,8 @@ std::vector<fs::path> files_in(const fs::path& dir) {
   std::vector<fs::path> out;
   if (!fs::is_directory(dir)) return out;
   for (const auto& entry : fs::directory_iterator(dir)) {
-    if (entry.is_regular_file() && entry.path().filename().string().front() != '.' && entry.path().extension() != ".md") {
+    if (entry.is_regular_file() && entry.path().filename().string().front() != '.' &&
+        entry.path().extension() != ".md") {
       out.push_back(entry.path());
     }
   }
@@ -96,9 +97,7 @@ TEST(FuzzRegressions, Onnx) {
   std::printf("replayed %zu ONNX regressions\n", n);
 }
 
-TEST(FuzzRegressions, OnnxSeedCorpus) {
-  EXPECT_GT(replay(fs::path(QDQ_CORPUS_DIR) / "onnx", run_onnx_case), 100u);
-}
+TEST(FuzzRegressions, OnnxSeedCorpus) { EXPECT_GT(replay(fs::path(QDQ_CORPUS_DIR) / "onnx", run_onnx_case), 100u); }
 #endif
 
 }  // namespace

@@ -11,8 +11,8 @@
 #include <sys/wait.h>
 
 #include <atomic>
-#include <chrono>
 #include <cerrno>
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -84,7 +84,8 @@ std::vector<Case> cases() {
   const qdq::TensorView x{DataType::kFloat, shape, x_floats().data(), x_floats().size() * 4};
   const qdq::TensorView per_axis{DataType::kFloat, scale_shape, row_scales().data(), 12};
   const qdq::TensorView zp{DataType::kInt8, scale_shape, int8_zp.data(), 3};
-  const qdq::TensorView blocked{DataType::kFloat, blocked_scale_shape, blocked_scales.data(), blocked_scales.size() * 4};
+  const qdq::TensorView blocked{DataType::kFloat, blocked_scale_shape, blocked_scales.data(),
+                                blocked_scales.size() * 4};
 
   auto quantize = [=](DataType out, bool with_zp, bool block) -> Call {
     return [=](const qdq::ExecutionOptions& o) {
@@ -92,9 +93,11 @@ std::vector<Case> cases() {
       a.axis = block ? 1 : 0;
       if (block) a.block_size = 128;
       if (!with_zp) a.output_dtype = static_cast<int64_t>(out);
-      const qdq::TensorSpec spec = qdq::quantize_linear_output(a, x, block ? blocked : per_axis, with_zp ? &zp : nullptr);
+      const qdq::TensorSpec spec =
+          qdq::quantize_linear_output(a, x, block ? blocked : per_axis, with_zp ? &zp : nullptr);
       std::vector<uint8_t> y(spec.size_bytes, 0xCC);
-      qdq::quantize_linear(a, x, block ? blocked : per_axis, with_zp ? &zp : nullptr, {spec.type, shape, y.data(), y.size()}, o);
+      qdq::quantize_linear(a, x, block ? blocked : per_axis, with_zp ? &zp : nullptr,
+                           {spec.type, shape, y.data(), y.size()}, o);
       return y;
     };
   };

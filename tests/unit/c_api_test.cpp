@@ -74,9 +74,9 @@ TEST(CApi, QuantizeAndDequantizeMatchCpp) {
   for (size_t i = 0; i < x.size(); ++i) x[i] = (static_cast<float>(i) - 7.0f) * 0.37f;
   const float scale = 0.25f;
   const std::vector<int64_t> scalar;
-  for (DataType type : {DataType::kInt2, DataType::kUint2, DataType::kInt4, DataType::kUint4, DataType::kInt8,
-                        DataType::kUint8, DataType::kInt16, DataType::kUint16, DataType::kFloat8E4M3FN,
-                        DataType::kFloat8E5M2, DataType::kFloat4E2M1}) {
+  for (DataType type :
+       {DataType::kInt2, DataType::kUint2, DataType::kInt4, DataType::kUint4, DataType::kInt8, DataType::kUint8,
+        DataType::kInt16, DataType::kUint16, DataType::kFloat8E4M3FN, DataType::kFloat8E5M2, DataType::kFloat4E2M1}) {
     SCOPED_TRACE(qdq::data_type_name(type));
     const size_t bytes = qdq::storage_bytes(type, x.size());
     const std::vector<uint8_t> zero_point(qdq::storage_bytes(type, 1), 0);
@@ -109,8 +109,7 @@ TEST(CApi, QuantizeAndDequantizeMatchCpp) {
     const qdq_tensor c_y_in = c_view(type, shape, y.data(), bytes);
     std::vector<float> z(x.size(), -1.0f);
     const qdq_mutable_tensor c_z = c_output(DataType::kFloat, shape, z.data(), z.size() * 4);
-    ASSERT_EQ(qdq_dequantize_linear(&dq_attributes, &c_y_in, &c_scale, &c_zp, &c_z, nullptr), QDQ_OK)
-        << last_error();
+    ASSERT_EQ(qdq_dequantize_linear(&dq_attributes, &c_y_in, &c_scale, &c_zp, &c_z, nullptr), QDQ_OK) << last_error();
     EXPECT_EQ(std::memcmp(z.data(), z_expected.data(), z.size() * 4), 0);
   }
 }
@@ -123,8 +122,8 @@ TEST(CApi, ErrorsCarryTheCppMessage) {
   qdq::QuantizeLinearAttributes cpp_attributes;
   std::string cpp_message;
   try {
-    qdq::quantize_linear_output(cpp_attributes, {DataType::kFloat, shape, x, 16},
-                                {DataType::kInt8, {}, &int8_scale, 1}, nullptr);
+    qdq::quantize_linear_output(cpp_attributes, {DataType::kFloat, shape, x, 16}, {DataType::kInt8, {}, &int8_scale, 1},
+                                nullptr);
   } catch (const qdq::Error& e) {
     cpp_message = e.what();
   }
@@ -135,8 +134,7 @@ TEST(CApi, ErrorsCarryTheCppMessage) {
   const qdq_tensor c_x = c_view(DataType::kFloat, shape, x, 16);
   const qdq_tensor c_scale = c_view(DataType::kInt8, {}, &int8_scale, 1);
   qdq_tensor_spec spec{sizeof(qdq_tensor_spec), 77, 77, 77};
-  EXPECT_EQ(qdq_quantize_linear_output(&attributes, &c_x, &c_scale, nullptr, &spec),
-            QDQ_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(qdq_quantize_linear_output(&attributes, &c_x, &c_scale, nullptr, &spec), QDQ_ERROR_INVALID_ARGUMENT);
   EXPECT_EQ(last_error(), "qdq_quantize_linear_output: " + cpp_message);
   EXPECT_EQ(spec.type, 77);
   EXPECT_EQ(spec.element_count, 77u);
@@ -179,16 +177,14 @@ TEST(CApi, NewerStructs) {
   spec.known.size_bytes = 99;
   EXPECT_EQ(qdq_quantize_linear_output(&attributes.known, &c_x, &c_scale, nullptr, &spec.known),
             QDQ_ERROR_INVALID_ARGUMENT);
-  EXPECT_NE(last_error().find("attributes sets fields that this version of qdq"), std::string::npos)
-      << last_error();
+  EXPECT_NE(last_error().find("attributes sets fields that this version of qdq"), std::string::npos) << last_error();
   EXPECT_EQ(spec.known.size_bytes, 99u);
 }
 
 TEST(CApi, ErrorMessagesArePerThread) {
   qdq_quantize_linear_attributes attributes;
   qdq_quantize_linear_attributes_init(&attributes);
-  EXPECT_EQ(qdq_quantize_linear(&attributes, nullptr, nullptr, nullptr, nullptr, nullptr),
-            QDQ_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(qdq_quantize_linear(&attributes, nullptr, nullptr, nullptr, nullptr, nullptr), QDQ_ERROR_INVALID_ARGUMENT);
   const std::string here = last_error();
   EXPECT_EQ(here, "qdq_quantize_linear: x is NULL");
   std::string there;
@@ -244,15 +240,13 @@ TEST(CApi, ParallelForHookGivesTheSameBytes) {
   qdq_execution_options_init(&options);
   options.num_threads = 1;
   const qdq_mutable_tensor c_single = c_output(DataType::kUint8, shape, single.data(), single.size());
-  ASSERT_EQ(qdq_quantize_linear(&attributes, &c_x, &c_scale, &c_zp, &c_single, &options), QDQ_OK)
-      << last_error();
+  ASSERT_EQ(qdq_quantize_linear(&attributes, &c_x, &c_scale, &c_zp, &c_single, &options), QDQ_OK) << last_error();
 
   PoolHook hook;
   options.parallel_for = &PoolHook::run;
   options.parallel_for_user_data = &hook;
   const qdq_mutable_tensor c_hooked = c_output(DataType::kUint8, shape, hooked.data(), hooked.size());
-  ASSERT_EQ(qdq_quantize_linear(&attributes, &c_x, &c_scale, &c_zp, &c_hooked, &options), QDQ_OK)
-      << last_error();
+  ASSERT_EQ(qdq_quantize_linear(&attributes, &c_x, &c_scale, &c_zp, &c_hooked, &options), QDQ_OK) << last_error();
   EXPECT_EQ(hook.calls.load(), 1);
   EXPECT_GE(hook.tasks_run.load(), 2u);
   EXPECT_EQ(single, hooked);
@@ -279,9 +273,8 @@ TEST(CApi, ParallelForHookGivesTheSameBytes) {
   EXPECT_EQ(zp_single, zp_hooked);
   EXPECT_EQ(single, hooked);
   EXPECT_EQ(hook.calls.load(), 4);  // two passes
-  const qdq::DynamicQuantizationParameters cpp =
-      qdq::dynamic_quantize_linear({DataType::kFloat, shape, x.data(), x.size() * 4},
-                                   {DataType::kUint8, shape, hooked.data(), hooked.size()});
+  const qdq::DynamicQuantizationParameters cpp = qdq::dynamic_quantize_linear(
+      {DataType::kFloat, shape, x.data(), x.size() * 4}, {DataType::kUint8, shape, hooked.data(), hooked.size()});
   EXPECT_EQ(cpp.y_scale, scale_single);
   EXPECT_EQ(cpp.y_zero_point, zp_single);
 }
@@ -328,15 +321,13 @@ TEST(CApi, ExecutionOptionsAreChecked) {
   qdq_execution_options options;
   qdq_execution_options_init(&options);
   options.struct_size = 1 << 20;  // garbage, not a size: rejected without reading that far
-  EXPECT_EQ(qdq_quantize_linear(&attributes, &c_x, &c_scale, nullptr, &c_y, &options),
-            QDQ_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(qdq_quantize_linear(&attributes, &c_x, &c_scale, nullptr, &c_y, &options), QDQ_ERROR_INVALID_ARGUMENT);
   EXPECT_NE(last_error().find("options->struct_size is 1048576"), std::string::npos) << last_error();
   EXPECT_EQ(y[0], 7);
   qdq_execution_options_init(&options);
   options.force_scalar = 1;
   options.num_threads = 3;
-  EXPECT_EQ(qdq_quantize_linear(&attributes, &c_x, &c_scale, nullptr, &c_y, &options), QDQ_OK)
-      << last_error();
+  EXPECT_EQ(qdq_quantize_linear(&attributes, &c_x, &c_scale, nullptr, &c_y, &options), QDQ_OK) << last_error();
   EXPECT_EQ(y[0], 1);
   EXPECT_EQ(y[1], 2);
 }

@@ -23,7 +23,8 @@ using qdq::QuantizeLinearAttributes;
 /// A tensor from a raw_data hex string.
 Tensor hex(DataType t, Shape shape, const std::string& h) {
   std::vector<uint8_t> bytes;
-  for (size_t i = 0; i + 1 < h.size(); i += 2) bytes.push_back(static_cast<uint8_t>(std::stoul(h.substr(i, 2), nullptr, 16)));
+  for (size_t i = 0; i + 1 < h.size(); i += 2)
+    bytes.push_back(static_cast<uint8_t>(std::stoul(h.substr(i, 2), nullptr, 16)));
   EXPECT_EQ(bytes.size(), byte_size(t, numel(shape))) << "test bug: payload size";
   return Tensor(t, std::move(shape), std::move(bytes));
 }
@@ -169,7 +170,8 @@ TEST(QuantizeConformance, test_quantizelinear_int16) {
   const Tensor s = hex(DataType::kFloat, {}, "00000040");
   const Tensor zp = hex(DataType::kInt16, {}, "0001");
   const Tensor y = run_q(q_attrs(), x, s, &zp, DataType::kInt16);
-  EXPECT_EQ(y.bytes, hex(DataType::kInt16, {16}, "0001ffff0201fe000101ff000201fe00ff7f0180ff7f0080ff7f0080ff7f0080").bytes);
+  EXPECT_EQ(y.bytes,
+            hex(DataType::kInt16, {16}, "0001ffff0201fe000101ff000201fe00ff7f0180ff7f0080ff7f0080ff7f0080").bytes);
 }
 
 TEST(QuantizeConformance, test_quantizelinear_int2) {
@@ -266,8 +268,8 @@ TEST(DequantizeConformance, test_dequantizelinear_blocked) {
   a.axis = 1;
   a.block_size = 2;
   const Tensor y = run_dq(a, x, s, &zp, DataType::kFloat);
-  EXPECT_EQ(f32_bits(y), f32_bits({6, 178, 136, 199, 144, 78, 12, 48, 96, 86, 60, -14, 10, 20, 32, 90, 250, 80, 1210, 194,
-                                   0, 417, 530, 200}));
+  EXPECT_EQ(f32_bits(y), f32_bits({6,  178, 136, 199, 144, 78, 12,   48,  96, 86,  60,  -14,
+                                   10, 20,  32,  90,  250, 80, 1210, 194, 0,  417, 530, 200}));
   EXPECT_EQ(y.bytes, hex(DataType::kFloat, {1, 4, 3, 2},
                          "0000c0400000324300000843000047430000104300009c4200004041000040420000c0420000ac4200007042"
                          "000060c1000020410000a041000000420000b44200007a430000a0420040974400004243000000000080d04300"
@@ -428,13 +430,12 @@ TEST(SeedExamples, test_cc_dequantizelinear) {
 }
 
 TEST(SeedExamples, test_cc_dequantizelinear_axis_no_zero_point) {
-  const Tensor x =
-      from_ints(DataType::kUint8, {1, 3, 3, 2}, {3, 89, 34, 200, 74, 59, 5, 24, 24, 87, 32, 13, 245, 99, 4, 142, 121, 102});
+  const Tensor x = from_ints(DataType::kUint8, {1, 3, 3, 2},
+                             {3, 89, 34, 200, 74, 59, 5, 24, 24, 87, 32, 13, 245, 99, 4, 142, 121, 102});
   auto a = dq_attrs();
   a.axis = 1;
   const Tensor y = run_dq(a, x, f32({3}, {2, 4, 5}), nullptr, DataType::kFloat);
-  EXPECT_EQ(f32_bits(y),
-            f32_bits({6, 178, 68, 400, 148, 118, 20, 96, 96, 348, 128, 52, 1225, 495, 20, 710, 605, 510}));
+  EXPECT_EQ(f32_bits(y), f32_bits({6, 178, 68, 400, 148, 118, 20, 96, 96, 348, 128, 52, 1225, 495, 20, 710, 605, 510}));
 }
 
 TEST(SeedExamples, test_cc_dequantizelinear_int8) {
@@ -451,14 +452,16 @@ const float kNaN = std::numeric_limits<float>::quiet_NaN();
 const float kInf = std::numeric_limits<float>::infinity();
 
 TEST(ExtraFacts, SpecialsAndTiesToInt8) {
-  const Tensor x = f32({14}, {kNaN, -kNaN, kInf, -kInf, 3e9f, -3e9f, 0.5f, 1.5f, 2.5f, -0.5f, -1.5f, -2.5f, 127.5f, 128.5f});
+  const Tensor x =
+      f32({14}, {kNaN, -kNaN, kInf, -kInf, 3e9f, -3e9f, 0.5f, 1.5f, 2.5f, -0.5f, -1.5f, -2.5f, 127.5f, 128.5f});
   const Tensor zp = from_ints(DataType::kInt8, {}, {0});
   const Tensor y = run_q(q_attrs(), x, scalar_f32(1), &zp, DataType::kInt8);
   EXPECT_EQ(y.ints(), (std::vector<int64_t>{-128, -128, 127, -128, 127, -128, 0, 2, 2, 0, -2, -2, 127, 127}));
 }
 
 TEST(ExtraFacts, SpecialsAndTiesToUint8ZeroPoint10) {
-  const Tensor x = f32({14}, {kNaN, -kNaN, kInf, -kInf, 3e9f, -3e9f, 0.5f, 1.5f, 2.5f, -0.5f, -1.5f, -2.5f, 127.5f, 128.5f});
+  const Tensor x =
+      f32({14}, {kNaN, -kNaN, kInf, -kInf, 3e9f, -3e9f, 0.5f, 1.5f, 2.5f, -0.5f, -1.5f, -2.5f, 127.5f, 128.5f});
   const Tensor zp = from_ints(DataType::kUint8, {}, {10});
   const Tensor y = run_q(q_attrs(), x, scalar_f32(1), &zp, DataType::kUint8);
   EXPECT_EQ(y.ints(), (std::vector<int64_t>{0, 0, 255, 0, 255, 0, 10, 12, 12, 10, 8, 8, 138, 138}));
@@ -568,15 +571,16 @@ TEST(ExtraFacts, ShapeOneScaleOnLongAxisIsPerTensorByPolicy) {
   auto da = dq_attrs();
   da.axis = 1;
   const Tensor dzp = from_ints(DataType::kUint8, {1}, {10});
-  const Tensor dy = run_dq(da, from_ints(DataType::kUint8, {2, 4}, {10, 11, 12, 13, 14, 15, 16, 17}), s, &dzp,
-                           DataType::kFloat);
+  const Tensor dy =
+      run_dq(da, from_ints(DataType::kUint8, {2, 4}, {10, 11, 12, 13, 14, 15, 16, 17}), s, &dzp, DataType::kFloat);
   EXPECT_EQ(f32_bits(dy), f32_bits({0, 2, 4, 6, 8, 10, 12, 14}));
 }
 
 TEST(ExtraFacts, DequantizeUint8FloatScaleToFloat16) {
   auto a = dq_attrs();
   a.output_dtype = static_cast<int64_t>(DataType::kFloat16);
-  const Tensor y = run_dq(a, from_ints(DataType::kUint8, {3}, {1, 3, 255}), scalar_f32(0.1f), nullptr, DataType::kFloat16);
+  const Tensor y =
+      run_dq(a, from_ints(DataType::kUint8, {3}, {1, 3, 255}), scalar_f32(0.1f), nullptr, DataType::kFloat16);
   EXPECT_EQ(y.codes(), u64({0x2E66, 0x34CD, 0x4E60}));
 }
 

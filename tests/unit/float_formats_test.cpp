@@ -58,8 +58,7 @@ double spec_value(const Spec& s, uint32_t code) {
     case Kind::kIeee:
       if (e == e_max) return m == 0 ? (neg ? -INFINITY : INFINITY) : nan;
       break;
-    case Kind::kNone:
-      break;
+    case Kind::kNone: break;
   }
   const double mag = e == 0 ? std::ldexp(double(m), 1 - s.bias - s.man_bits)
                             : std::ldexp(double((1u << s.man_bits) + m), int(e) - s.bias - s.man_bits);
@@ -81,12 +80,9 @@ uint32_t spec_nan_code(const Spec& s, bool negative) {
   switch (s.kind) {
     case Kind::kIeee:  // quiet NaN, sign kept (E5M2 0x7E/0xFE, float16 0x7E00, bfloat16 0x7FC0)
       return sign | (((1u << s.exp_bits) - 1) << s.man_bits) | (1u << (s.man_bits - 1));
-    case Kind::kFn:
-      return sign | (s.sign_bit() - 1);
-    case Kind::kFnuz:
-      return s.sign_bit();
-    case Kind::kNone:
-      return 0x7;  // policy.md: NaN → FLOAT4E2M1 gives +6
+    case Kind::kFn: return sign | (s.sign_bit() - 1);
+    case Kind::kFnuz: return s.sign_bit();
+    case Kind::kNone: return 0x7;  // policy.md: NaN → FLOAT4E2M1 gives +6
   }
   return 0;
 }
@@ -151,14 +147,10 @@ class Oracle {
     if (s_.kind == Kind::kFnuz && infinite) return s_.sign_bit();  // policy.md: FNUZ ±inf → NaN
     if (saturate || s_.kind == Kind::kNone) return sign | max_code_;
     switch (s_.kind) {
-      case Kind::kIeee:
-        return sign | (((1u << s_.exp_bits) - 1) << s_.man_bits);
-      case Kind::kFn:
-        return sign | (s_.sign_bit() - 1);
-      case Kind::kFnuz:
-        return s_.sign_bit();
-      case Kind::kNone:
-        break;
+      case Kind::kIeee: return sign | (((1u << s_.exp_bits) - 1) << s_.man_bits);
+      case Kind::kFn: return sign | (s_.sign_bit() - 1);
+      case Kind::kFnuz: return s_.sign_bit();
+      case Kind::kNone: break;
     }
     return sign | max_code_;
   }
@@ -245,18 +237,10 @@ TYPED_TEST(NarrowFormatTest, EveryCodeDecodesToLayoutValue) {
   }
   // NaN code counts of types.md §3.
   switch (s.kind) {
-    case Kind::kFn:
-      EXPECT_EQ(nan_codes, 2);
-      break;
-    case Kind::kFnuz:
-      EXPECT_EQ(nan_codes, 1);
-      break;
-    case Kind::kNone:
-      EXPECT_EQ(nan_codes, 0);
-      break;
-    case Kind::kIeee:
-      EXPECT_EQ(nan_codes, 2 * ((1 << s.man_bits) - 1));
-      break;
+    case Kind::kFn: EXPECT_EQ(nan_codes, 2); break;
+    case Kind::kFnuz: EXPECT_EQ(nan_codes, 1); break;
+    case Kind::kNone: EXPECT_EQ(nan_codes, 0); break;
+    case Kind::kIeee: EXPECT_EQ(nan_codes, 2 * ((1 << s.man_bits) - 1)); break;
   }
 }
 
@@ -338,8 +322,8 @@ TYPED_TEST(NarrowFormatTest, RandomInputsMatchOracle) {
     const uint32_t want = oracle.encode_float(x, sat);
     if (got != want) {
       ++failures;
-      ADD_FAILURE() << "float bits 0x" << std::hex << std::bit_cast<uint32_t>(x) << " sat " << sat << ": got 0x"
-                    << got << " want 0x" << want;
+      ADD_FAILURE() << "float bits 0x" << std::hex << std::bit_cast<uint32_t>(x) << " sat " << sat << ": got 0x" << got
+                    << " want 0x" << want;
     }
   }
   // Doubles concentrated in the format's range (random exponent across it plus a margin).
@@ -462,7 +446,8 @@ TEST(Float8Tables, E5M2SpotChecks) {
                                       {0xFB, -57344}});
   EXPECT_EQ(d::decode<d::Float8E5M2Format>(0x7C), INFINITY);
   EXPECT_EQ(d::decode<d::Float8E5M2Format>(0xFC), -INFINITY);
-  for (uint32_t c : {0x7Du, 0x7Eu, 0x7Fu, 0xFDu, 0xFEu, 0xFFu}) EXPECT_TRUE(std::isnan(d::decode<d::Float8E5M2Format>(c)));
+  for (uint32_t c : {0x7Du, 0x7Eu, 0x7Fu, 0xFDu, 0xFEu, 0xFFu})
+    EXPECT_TRUE(std::isnan(d::decode<d::Float8E5M2Format>(c)));
 }
 
 TEST(Float8Tables, E5M2FNUZSpotChecks) {
@@ -495,9 +480,9 @@ TEST(Float4E2M1, TiesSaturationAndZeros) {
     float x;
     uint32_t code;
   };
-  const Row rows[] = {{0.25f, 0x0}, {0.75f, 0x2}, {1.25f, 0x2}, {1.75f, 0x4}, {2.5f, 0x4}, {3.5f, 0x6},
-                      {5.0f, 0x6},  {5.0001f, 0x7}, {6.0f, 0x7}, {7.0f, 0x7}, {1e30f, 0x7}, {INFINITY, 0x7},
-                      {-INFINITY, 0xF}, {-5.0f, 0xE}, {-5.5f, 0xF}, {-0.0f, 0x8}, {-0.1f, 0x8}, {0.0f, 0x0}};
+  const Row rows[] = {{0.25f, 0x0},     {0.75f, 0x2},   {1.25f, 0x2}, {1.75f, 0x4}, {2.5f, 0x4},  {3.5f, 0x6},
+                      {5.0f, 0x6},      {5.0001f, 0x7}, {6.0f, 0x7},  {7.0f, 0x7},  {1e30f, 0x7}, {INFINITY, 0x7},
+                      {-INFINITY, 0xF}, {-5.0f, 0xE},   {-5.5f, 0xF}, {-0.0f, 0x8}, {-0.1f, 0x8}, {0.0f, 0x0}};
   for (const Row& r : rows) {
     for (bool sat : {true, false}) {
       EXPECT_EQ(d::encode<d::Float4E2M1Format>(r.x, sat), r.code) << "x = " << r.x << " sat " << sat;
@@ -623,14 +608,12 @@ TEST(Float4Vectors, Table52) {
     uint32_t no_zp;
     uint32_t zp0;
   };
-  const Row rows[] = {{0x00000000, 0x0, 0x0}, {0x80000000, 0x8, 0x0}, {0x7F800000, 0x7, 0x7},
-                      {0xFF800000, 0xF, 0xF}, {0x7FC00000, 0x7, 0x7}, {0xFFC00000, 0x7, 0x7},
-                      {0x3E800000, 0x0, 0x0}, {0x3E800003, 0x1, 0x1}, {0x3F400000, 0x2, 0x2},
-                      {0x3FA00000, 0x2, 0x2}, {0x3FE00000, 0x4, 0x4}, {0x40200000, 0x4, 0x4},
-                      {0x40600000, 0x6, 0x6}, {0x40A00000, 0x6, 0x6}, {0x40A000D2, 0x7, 0x7},
-                      {0x40C00000, 0x7, 0x7}, {0x40E00000, 0x7, 0x7}, {0x42C80000, 0x7, 0x7},
-                      {0xBE800000, 0x8, 0x8}, {0xBE851EB8, 0x9, 0x9}, {0xC0E00000, 0xF, 0xF},
-                      {0x0DA24260, 0x0, 0x0}};
+  const Row rows[] = {{0x00000000, 0x0, 0x0}, {0x80000000, 0x8, 0x0}, {0x7F800000, 0x7, 0x7}, {0xFF800000, 0xF, 0xF},
+                      {0x7FC00000, 0x7, 0x7}, {0xFFC00000, 0x7, 0x7}, {0x3E800000, 0x0, 0x0}, {0x3E800003, 0x1, 0x1},
+                      {0x3F400000, 0x2, 0x2}, {0x3FA00000, 0x2, 0x2}, {0x3FE00000, 0x4, 0x4}, {0x40200000, 0x4, 0x4},
+                      {0x40600000, 0x6, 0x6}, {0x40A00000, 0x6, 0x6}, {0x40A000D2, 0x7, 0x7}, {0x40C00000, 0x7, 0x7},
+                      {0x40E00000, 0x7, 0x7}, {0x42C80000, 0x7, 0x7}, {0xBE800000, 0x8, 0x8}, {0xBE851EB8, 0x9, 0x9},
+                      {0xC0E00000, 0xF, 0xF}, {0x0DA24260, 0x0, 0x0}};
   for (const Row& r : rows) {
     const float x = std::bit_cast<float>(r.bits);
     volatile float zero = 0.0f;
@@ -744,7 +727,7 @@ TEST(Float64Source, OneRounding) {
   EXPECT_EQ(d::encode<d::Float8E4M3FNFormat>(float(x), true), 0x38u);
   EXPECT_EQ(d::encode<d::Float8E4M3FNFormat>(-x, true), 0xB9u);
   // The same in the other formats: just above / below a tie, beyond float32's precision.
-  EXPECT_EQ(d::encode<d::Float8E4M3FNUZFormat>(x, true), 0x41u);        // 1.0 = 0x40, 1.125 = 0x41
+  EXPECT_EQ(d::encode<d::Float8E4M3FNUZFormat>(x, true), 0x41u);            // 1.0 = 0x40, 1.125 = 0x41
   EXPECT_EQ(d::encode<d::Float8E5M2Format>(1.125 + 0x1p-30, true), 0x3Du);  // 1.0 = 0x3C, 1.25 = 0x3D
   EXPECT_EQ(d::encode<d::Float8E5M2Format>(1.125 - 0x1p-30, true), 0x3Cu);
   EXPECT_EQ(d::encode<d::Float8E5M2FNUZFormat>(1.125 + 0x1p-30, true), 0x41u);
@@ -778,7 +761,8 @@ TYPED_TEST(Float8FormatTest, SpecialValues) {
     EXPECT_EQ(d::encode<F>(-INFINITY, sat), oracle.encode(-INFINITY, sat));
     EXPECT_EQ(d::encode<F>(0.0f, sat), 0u);
     EXPECT_EQ(d::encode<F>(-0.0f, sat), s.kind == Kind::kFnuz ? 0u : 0x80u);
-    EXPECT_EQ(d::encode<F>(std::numeric_limits<float>::max(), sat), sat ? oracle.max_code() : oracle.encode(1e38, false));
+    EXPECT_EQ(d::encode<F>(std::numeric_limits<float>::max(), sat),
+              sat ? oracle.max_code() : oracle.encode(1e38, false));
     EXPECT_EQ(d::encode<F>(std::numeric_limits<float>::denorm_min(), sat), 0u);
   }
   if (s.kind == Kind::kFnuz) {

@@ -39,19 +39,12 @@ namespace d = qdq::detail;
 /// The exact value of one element of a real-valued tensor (x or scale of Q, scale of DQ).
 double real_value(DataType t, uint64_t code) {
   switch (t) {
-    case DataType::kFloat:
-      return std::bit_cast<float>(static_cast<uint32_t>(code));
-    case DataType::kFloat16:
-      return d::decode<d::Float16Format>(static_cast<uint32_t>(code));
-    case DataType::kBFloat16:
-      return d::decode<d::BFloat16Format>(static_cast<uint32_t>(code));
-    case DataType::kFloat8E8M0:
-      return d::decode_e8m0(static_cast<uint32_t>(code));
-    case DataType::kInt32:
-      return static_cast<int32_t>(static_cast<uint32_t>(code));
-    default:
-      ADD_FAILURE() << "real_value: unexpected type";
-      return 0;
+    case DataType::kFloat: return std::bit_cast<float>(static_cast<uint32_t>(code));
+    case DataType::kFloat16: return d::decode<d::Float16Format>(static_cast<uint32_t>(code));
+    case DataType::kBFloat16: return d::decode<d::BFloat16Format>(static_cast<uint32_t>(code));
+    case DataType::kFloat8E8M0: return d::decode_e8m0(static_cast<uint32_t>(code));
+    case DataType::kInt32: return static_cast<int32_t>(static_cast<uint32_t>(code));
+    default: ADD_FAILURE() << "real_value: unexpected type"; return 0;
   }
 }
 
@@ -59,74 +52,49 @@ double real_value(DataType t, uint64_t code) {
 double narrow_value(DataType t, uint64_t code) {
   const auto c = static_cast<uint32_t>(code);
   switch (t) {
-    case DataType::kFloat8E4M3FN:
-      return d::decode<d::Float8E4M3FNFormat>(c);
-    case DataType::kFloat8E4M3FNUZ:
-      return d::decode<d::Float8E4M3FNUZFormat>(c);
-    case DataType::kFloat8E5M2:
-      return d::decode<d::Float8E5M2Format>(c);
-    case DataType::kFloat8E5M2FNUZ:
-      return d::decode<d::Float8E5M2FNUZFormat>(c);
-    case DataType::kFloat4E2M1:
-      return d::decode<d::Float4E2M1Format>(c);
-    default:
-      ADD_FAILURE() << "narrow_value: unexpected type";
-      return 0;
+    case DataType::kFloat8E4M3FN: return d::decode<d::Float8E4M3FNFormat>(c);
+    case DataType::kFloat8E4M3FNUZ: return d::decode<d::Float8E4M3FNUZFormat>(c);
+    case DataType::kFloat8E5M2: return d::decode<d::Float8E5M2Format>(c);
+    case DataType::kFloat8E5M2FNUZ: return d::decode<d::Float8E5M2FNUZFormat>(c);
+    case DataType::kFloat4E2M1: return d::decode<d::Float4E2M1Format>(c);
+    default: ADD_FAILURE() << "narrow_value: unexpected type"; return 0;
   }
 }
 
 uint32_t encode_narrow(DataType t, double v, bool saturate) {
   switch (t) {
-    case DataType::kFloat8E4M3FN:
-      return d::encode<d::Float8E4M3FNFormat>(v, saturate);
-    case DataType::kFloat8E4M3FNUZ:
-      return d::encode<d::Float8E4M3FNUZFormat>(v, saturate);
-    case DataType::kFloat8E5M2:
-      return d::encode<d::Float8E5M2Format>(v, saturate);
-    case DataType::kFloat8E5M2FNUZ:
-      return d::encode<d::Float8E5M2FNUZFormat>(v, saturate);
-    case DataType::kFloat4E2M1:
-      return d::encode<d::Float4E2M1Format>(v, saturate);
-    default:
-      ADD_FAILURE() << "encode_narrow: unexpected type";
-      return 0;
+    case DataType::kFloat8E4M3FN: return d::encode<d::Float8E4M3FNFormat>(v, saturate);
+    case DataType::kFloat8E4M3FNUZ: return d::encode<d::Float8E4M3FNUZFormat>(v, saturate);
+    case DataType::kFloat8E5M2: return d::encode<d::Float8E5M2Format>(v, saturate);
+    case DataType::kFloat8E5M2FNUZ: return d::encode<d::Float8E5M2FNUZFormat>(v, saturate);
+    case DataType::kFloat4E2M1: return d::encode<d::Float4E2M1Format>(v, saturate);
+    default: ADD_FAILURE() << "encode_narrow: unexpected type"; return 0;
   }
 }
 
 /// Rounds an exact value to type P (FLOAT, FLOAT16, BFLOAT16 or DOUBLE), once.
 double round_to_type(DataType p, double v) {
   switch (p) {
-    case DataType::kFloat:
-      return static_cast<float>(v);
-    case DataType::kFloat16:
-      return d::round_to<d::Float16Format>(v);
-    case DataType::kBFloat16:
-      return d::round_to<d::BFloat16Format>(v);
-    case DataType::kDouble:
-      return v;
-    default:
-      ADD_FAILURE() << "round_to_type: unexpected type";
-      return v;
+    case DataType::kFloat: return static_cast<float>(v);
+    case DataType::kFloat16: return d::round_to<d::Float16Format>(v);
+    case DataType::kBFloat16: return d::round_to<d::BFloat16Format>(v);
+    case DataType::kDouble: return v;
+    default: ADD_FAILURE() << "round_to_type: unexpected type"; return v;
   }
 }
 
 /// The code of a value in a real-valued input type (x or scale), rounding once.
 uint64_t code_of_real(DataType t, double v) {
   switch (t) {
-    case DataType::kFloat:
-      return std::bit_cast<uint32_t>(static_cast<float>(v));
-    case DataType::kFloat16:
-      return d::encode<d::Float16Format>(v, false);
-    case DataType::kBFloat16:
-      return d::encode<d::BFloat16Format>(v, false);
+    case DataType::kFloat: return std::bit_cast<uint32_t>(static_cast<float>(v));
+    case DataType::kFloat16: return d::encode<d::Float16Format>(v, false);
+    case DataType::kBFloat16: return d::encode<d::BFloat16Format>(v, false);
     case DataType::kInt32: {
       if (std::isnan(v)) return 0;
       const double r = std::clamp(std::nearbyint(v), -2147483648.0, 2147483647.0);
       return static_cast<uint32_t>(static_cast<int32_t>(r));
     }
-    default:
-      ADD_FAILURE() << "code_of_real: unexpected type";
-      return 0;
+    default: ADD_FAILURE() << "code_of_real: unexpected type"; return 0;
   }
 }
 
@@ -164,7 +132,8 @@ uint64_t oracle_quantize(const QuantizeSpec& q, uint64_t x_code, uint64_t s_code
   if (is_int_type(q.y_type)) {
     const double lo = static_cast<double>(int_min(q.y_type));
     const double hi = static_cast<double>(int_max(q.y_type));
-    if (std::isnan(quotient)) return static_cast<uint64_t>(int_min(q.y_type)) & ((uint64_t(1) << type_bits(q.y_type)) - 1);
+    if (std::isnan(quotient))
+      return static_cast<uint64_t>(int_min(q.y_type)) & ((uint64_t(1) << type_bits(q.y_type)) - 1);
     double v = std::nearbyint(quotient);
     if (q.has_zp) {
       const Tensor one = Tensor(q.zp_type, {}, pack(q.zp_type, {zp_code}));
@@ -204,15 +173,10 @@ uint64_t oracle_dequantize(const DequantizeSpec& q, uint64_t x_code, uint64_t s_
   }
   const float product = dx * static_cast<float>(real_value(q.scale_type, s_code));
   switch (q.y_type) {
-    case DataType::kFloat:
-      return std::bit_cast<uint32_t>(product);
-    case DataType::kFloat16:
-      return d::encode<d::Float16Format>(product, false);
-    case DataType::kBFloat16:
-      return d::encode<d::BFloat16Format>(product, false);
-    default:
-      ADD_FAILURE() << "oracle_dequantize: unexpected output type";
-      return 0;
+    case DataType::kFloat: return std::bit_cast<uint32_t>(product);
+    case DataType::kFloat16: return d::encode<d::Float16Format>(product, false);
+    case DataType::kBFloat16: return d::encode<d::BFloat16Format>(product, false);
+    default: ADD_FAILURE() << "oracle_dequantize: unexpected output type"; return 0;
   }
 }
 
@@ -296,8 +260,18 @@ uint64_t random_scale_code(Rng& rng, DataType t) {
   return code_of_real(t, v);
 }
 
-const double kSpecials[] = {std::numeric_limits<double>::quiet_NaN(), -std::numeric_limits<double>::quiet_NaN(),
-                            INFINITY, -INFINITY, 0.0, -0.0, 1e30, -1e30, 3e9, -3e9, 65520.0, 70000.0};
+const double kSpecials[] = {std::numeric_limits<double>::quiet_NaN(),
+                            -std::numeric_limits<double>::quiet_NaN(),
+                            INFINITY,
+                            -INFINITY,
+                            0.0,
+                            -0.0,
+                            1e30,
+                            -1e30,
+                            3e9,
+                            -3e9,
+                            65520.0,
+                            70000.0};
 
 /// A random x value suited to the output type and the element's scale s (value, not code).
 double random_x_value(Rng& rng, DataType y_type, double s, int64_t zp) {
@@ -333,10 +307,10 @@ uint64_t random_zero_point_code(Rng& rng, DataType zp_type) {
 
 std::string tname(DataType t) { return qdq::data_type_name(t); }
 
-const DataType kQuantizedTypes[] = {DataType::kInt8,         DataType::kUint8,          DataType::kInt16,
-                                    DataType::kUint16,       DataType::kInt4,           DataType::kUint4,
-                                    DataType::kInt2,         DataType::kUint2,          DataType::kFloat8E4M3FN,
-                                    DataType::kFloat8E4M3FNUZ, DataType::kFloat8E5M2,   DataType::kFloat8E5M2FNUZ,
+const DataType kQuantizedTypes[] = {DataType::kInt8,           DataType::kUint8,      DataType::kInt16,
+                                    DataType::kUint16,         DataType::kInt4,       DataType::kUint4,
+                                    DataType::kInt2,           DataType::kUint2,      DataType::kFloat8E4M3FN,
+                                    DataType::kFloat8E4M3FNUZ, DataType::kFloat8E5M2, DataType::kFloat8E5M2FNUZ,
                                     DataType::kFloat4E2M1};
 const DataType kXTypes[] = {DataType::kFloat, DataType::kFloat16, DataType::kBFloat16, DataType::kInt32};
 const DataType kQScaleTypes[] = {DataType::kFloat, DataType::kFloat16, DataType::kBFloat16, DataType::kInt32,
@@ -356,7 +330,8 @@ struct QRun {
 };
 
 /// Builds random inputs for a layout, runs QuantizeLinear and the oracle.
-void check_quantize(const QuantizeSpec& spec_in, const Layout& l, uint64_t seed, const qdq::ExecutionOptions& opts = {}) {
+void check_quantize(const QuantizeSpec& spec_in, const Layout& l, uint64_t seed,
+                    const qdq::ExecutionOptions& opts = {}) {
   QuantizeSpec spec = spec_in;
   Rng rng(seed);
   const int64_t n = numel(l.x_shape);
@@ -410,13 +385,13 @@ void check_quantize(const QuantizeSpec& spec_in, const Layout& l, uint64_t seed,
       if (got[static_cast<size_t>(i)] != expected[static_cast<size_t>(i)]) {
         ++shown;
         const auto k = static_cast<size_t>(pidx[static_cast<size_t>(i)]);
-        ADD_FAILURE() << l.name << " y=" << tname(spec.y_type) << " x=" << tname(spec.x_type) << " scale="
-                      << tname(spec.scale_type) << " zp=" << (spec.has_zp ? tname(spec.zp_type) : "none")
+        ADD_FAILURE() << l.name << " y=" << tname(spec.y_type) << " x=" << tname(spec.x_type)
+                      << " scale=" << tname(spec.scale_type) << " zp=" << (spec.has_zp ? tname(spec.zp_type) : "none")
                       << " sat=" << spec.saturate << " precision=" << spec.precision << " element " << i
                       << ": x code 0x" << std::hex << x_codes[static_cast<size_t>(i)] << " ("
                       << real_value(spec.x_type, x_codes[static_cast<size_t>(i)]) << "), scale code 0x" << s_codes[k]
-                      << " (" << real_value(spec.scale_type, s_codes[k]) << "), zp code 0x" << zp_codes[k]
-                      << ": got 0x" << got[static_cast<size_t>(i)] << ", want 0x" << expected[static_cast<size_t>(i)];
+                      << " (" << real_value(spec.scale_type, s_codes[k]) << "), zp code 0x" << zp_codes[k] << ": got 0x"
+                      << got[static_cast<size_t>(i)] << ", want 0x" << expected[static_cast<size_t>(i)];
       }
     }
     if (shown == 0) ADD_FAILURE() << l.name << ": element codes match but padding bits differ (must be zero)";
@@ -497,8 +472,8 @@ uint64_t random_dq_scale(Rng& rng, DataType t) {
     return static_cast<uint64_t>(rng.integer(0x70, 0x8F));
   }
   if (rng.chance(0.05)) return code_of_real(t, rng.chance(0.5) ? 1e30 : 1e-30);
-  return code_of_real(t, std::ldexp(rng.uniform(1.0, 2.0), static_cast<int>(rng.integer(-10, 10))) *
-                             (rng.chance(0.1) ? -1.0 : 1.0));
+  return code_of_real(
+      t, std::ldexp(rng.uniform(1.0, 2.0), static_cast<int>(rng.integer(-10, 10))) * (rng.chance(0.1) ? -1.0 : 1.0));
 }
 
 void check_dequantize(const DequantizeSpec& spec, const Layout& l, std::optional<int64_t> output_dtype, uint64_t seed,
@@ -543,11 +518,12 @@ void check_dequantize(const DequantizeSpec& spec, const Layout& l, std::optional
     const uint64_t g = got[static_cast<size_t>(i)];
     const uint64_t w = expected[static_cast<size_t>(i)];
     // NaN outputs: any NaN is accepted (the payload is not part of the contract).
-    const bool both_nan = spec.y_type == DataType::kFloat
-                              ? std::isnan(std::bit_cast<float>(uint32_t(g))) && std::isnan(std::bit_cast<float>(uint32_t(w)))
-                          : spec.y_type == DataType::kFloat16
-                              ? std::isnan(d::half_to_float(uint16_t(g))) && std::isnan(d::half_to_float(uint16_t(w)))
-                              : std::isnan(d::bfloat16_to_float(uint16_t(g))) && std::isnan(d::bfloat16_to_float(uint16_t(w)));
+    const bool both_nan =
+        spec.y_type == DataType::kFloat
+            ? std::isnan(std::bit_cast<float>(uint32_t(g))) && std::isnan(std::bit_cast<float>(uint32_t(w)))
+        : spec.y_type == DataType::kFloat16
+            ? std::isnan(d::half_to_float(uint16_t(g))) && std::isnan(d::half_to_float(uint16_t(w)))
+            : std::isnan(d::bfloat16_to_float(uint16_t(g))) && std::isnan(d::bfloat16_to_float(uint16_t(w)));
     if (g != w && !both_nan) {
       ++shown;
       const auto k = static_cast<size_t>(pidx[static_cast<size_t>(i)]);
@@ -649,7 +625,8 @@ TEST(QuantizeVersions, SameArithmeticAtEveryVersion) {
             const auto k = static_cast<size_t>(pidx[static_cast<size_t>(i)]);
             expected.push_back(oracle_quantize(spec, x_codes[static_cast<size_t>(i)], s_codes[k], zp_codes[k]));
           }
-          EXPECT_EQ(out.codes(), expected) << "opset " << opset << " " << l.name << " x " << tname(x) << " y " << tname(y);
+          EXPECT_EQ(out.codes(), expected)
+              << "opset " << opset << " " << l.name << " x " << tname(x) << " y " << tname(y);
         }
       }
     }
@@ -734,7 +711,8 @@ TEST(RoundTrip, DequantizeOfQuantizeWithinHalfAStep) {
       const int64_t n = 257;
       std::vector<float> xs;
       for (int64_t i = 0; i < n; ++i) {
-        xs.push_back(static_cast<float>(rng.uniform(static_cast<double>(int_min(y) - zp), static_cast<double>(int_max(y) - zp)) * s));
+        xs.push_back(static_cast<float>(
+            rng.uniform(static_cast<double>(int_min(y) - zp), static_cast<double>(int_max(y) - zp)) * s));
       }
       const Tensor x = f32({n}, xs);
       const Tensor sc = scalar_f32(s);
@@ -758,22 +736,24 @@ TEST(RoundTrip, DequantizeOfQuantizeWithinHalfAStep) {
 // Float8 / float4: DQ(Q(x)) is the nearest representable value (within half an ulp of the format).
 TEST(RoundTrip, Float8AndFloat4WithinHalfAnUlp) {
   Rng rng(4711);
-  for (DataType y : {DataType::kFloat8E4M3FN, DataType::kFloat8E4M3FNUZ, DataType::kFloat8E5M2, DataType::kFloat8E5M2FNUZ,
-                     DataType::kFloat4E2M1}) {
+  for (DataType y : {DataType::kFloat8E4M3FN, DataType::kFloat8E4M3FNUZ, DataType::kFloat8E5M2,
+                     DataType::kFloat8E5M2FNUZ, DataType::kFloat4E2M1}) {
     // Largest finite value of the format.
     double maxv = 0;
     for (uint64_t c = 0; c < (y == DataType::kFloat4E2M1 ? 16u : 256u); ++c) {
       const double v = narrow_value(y, c);
       if (std::isfinite(v)) maxv = std::max(maxv, v);
     }
-    const int man_bits = y == DataType::kFloat4E2M1 ? 1 : (y == DataType::kFloat8E5M2 || y == DataType::kFloat8E5M2FNUZ ? 2 : 3);
+    const int man_bits =
+        y == DataType::kFloat4E2M1 ? 1 : (y == DataType::kFloat8E5M2 || y == DataType::kFloat8E5M2FNUZ ? 2 : 3);
     double min_sub = INFINITY;
     for (uint64_t c = 1; c < 8; ++c) min_sub = std::min(min_sub, std::fabs(narrow_value(y, c)));
     const float s = 0.5f;
     const int64_t n = 301;
     std::vector<float> xs;
     for (int64_t i = 0; i < n; ++i) {
-      const double mag = rng.chance(0.5) ? rng.uniform(0, maxv) : std::ldexp(rng.uniform(1, 2), static_cast<int>(rng.integer(-14, 8)));
+      const double mag =
+          rng.chance(0.5) ? rng.uniform(0, maxv) : std::ldexp(rng.uniform(1, 2), static_cast<int>(rng.integer(-14, 8)));
       xs.push_back(static_cast<float>(std::min(mag, maxv) * s * (rng.chance(0.5) ? -1 : 1)));
     }
     const Tensor x = f32({n}, xs);
@@ -799,7 +779,9 @@ TEST(Monotonicity, QuantizeIsMonotonicInX) {
   Rng rng(2718);
   std::vector<float> xs;
   for (int i = 0; i < 20000; ++i) {
-    xs.push_back(static_cast<float>(rng.chance(0.5) ? rng.uniform(-300, 300) : std::ldexp(rng.uniform(-2, 2), static_cast<int>(rng.integer(-20, 20)))));
+    xs.push_back(static_cast<float>(rng.chance(0.5)
+                                        ? rng.uniform(-300, 300)
+                                        : std::ldexp(rng.uniform(-2, 2), static_cast<int>(rng.integer(-20, 20)))));
   }
   xs.push_back(INFINITY);
   xs.push_back(-INFINITY);
@@ -832,7 +814,8 @@ TEST(Monotonicity, QuantizeIsMonotonicInX) {
           }
         }
         ASSERT_FALSE(std::isnan(v)) << tname(y) << " x " << xs[static_cast<size_t>(i)];
-        ASSERT_LE(prev, v) << tname(y) << " scale " << tname(st) << " not monotonic at x = " << xs[static_cast<size_t>(i)];
+        ASSERT_LE(prev, v) << tname(y) << " scale " << tname(st)
+                           << " not monotonic at x = " << xs[static_cast<size_t>(i)];
         prev = v;
       }
     }
@@ -885,7 +868,7 @@ TEST(Threads, ResultsIndependentOfExecution) {
   uint64_t seed = 123;
   for (DataType y : {DataType::kUint8, DataType::kInt4, DataType::kInt2, DataType::kFloat8E4M3FN, DataType::kFloat4E2M1,
                      DataType::kInt16}) {
-    const Layout big_axis{"big_per_axis", {3, 33335}, {33335}, 1, std::nullopt};   // odd element count
+    const Layout big_axis{"big_per_axis", {3, 33335}, {33335}, 1, std::nullopt};  // odd element count
     const Layout big_blocked{"big_blocked", {70001, 2}, {4376, 2}, 0, 16};        // 70001/16 → 4376 blocks
     for (const Layout& l : {big_axis, big_blocked}) {
       for (const auto* opts : {&one, &two, &four_scalar, &custom}) {
@@ -905,7 +888,8 @@ TEST(Threads, ResultsIndependentOfExecution) {
   std::vector<float> xs(100003);
   for (auto& v : xs) v = static_cast<float>(rng.uniform(-7, 3));
   const Tensor x = f32({static_cast<int64_t>(xs.size())}, xs);
-  Tensor y1 = output(DataType::kUint8, x.shape), y2 = output(DataType::kUint8, x.shape), y3 = output(DataType::kUint8, x.shape);
+  Tensor y1 = output(DataType::kUint8, x.shape), y2 = output(DataType::kUint8, x.shape),
+         y3 = output(DataType::kUint8, x.shape);
   const auto p1 = qdq::dynamic_quantize_linear(x.view(), y1.mut(), one);
   const auto p2 = qdq::dynamic_quantize_linear(x.view(), y2.mut(), two);
   const auto p3 = qdq::dynamic_quantize_linear(x.view(), y3.mut(), custom);

@@ -44,7 +44,8 @@ std::vector<int64_t> definition(const Plan& plan) {
   for (int64_t o = 0; o < plan.outer; ++o)
     for (int64_t i = 0; i < plan.axis_len; ++i)
       for (int64_t n = 0; n < plan.inner; ++n)
-        index.push_back(o * plan.param_outer_stride + (i / plan.block) * plan.param_axis_stride + n * plan.param_inner_stride);
+        index.push_back(o * plan.param_outer_stride + (i / plan.block) * plan.param_axis_stride +
+                        n * plan.param_inner_stride);
   return index;
 }
 
@@ -76,13 +77,14 @@ TEST(PlanTest, SegmentsMatchTheDefinitionForEveryGranularityAndSplit) {
           std::vector<int64_t> got = walk(call.plan, 0, split);
           const std::vector<int64_t> rest = walk(call.plan, split, call.plan.elements);
           got.insert(got.end(), rest.begin(), rest.end());
-          ASSERT_EQ(got, expected) << shape_to_string(shape) << " axis " << axis << " block " << block << " split " << split;
+          ASSERT_EQ(got, expected) << shape_to_string(shape) << " axis " << axis << " block " << block << " split "
+                                   << split;
           for (int64_t chunk : {1, 2, 3, 4, 7, 1024}) {
             std::vector<int64_t> by_cursor = walk_cursor(call.plan, 0, split, chunk);
             const std::vector<int64_t> cursor_rest = walk_cursor(call.plan, split, call.plan.elements, chunk);
             by_cursor.insert(by_cursor.end(), cursor_rest.begin(), cursor_rest.end());
-            ASSERT_EQ(by_cursor, expected) << shape_to_string(shape) << " axis " << axis << " block " << block << " split " << split
-                                           << " chunk " << chunk;
+            ASSERT_EQ(by_cursor, expected) << shape_to_string(shape) << " axis " << axis << " block " << block
+                                           << " split " << split << " chunk " << chunk;
           }
         }
       }

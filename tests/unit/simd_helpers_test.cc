@@ -36,7 +36,8 @@ namespace qdq::detail::simd::helpers_test {
 /// top mantissa bits, so every rounding boundary of the 8-bit and smaller formats), each with low
 /// bits that sit on, below and above the rounding ties of float16 (bit 12) and bfloat16 (bit 15).
 inline std::vector<float> EncoderInputs() {
-  static const uint32_t kLow[] = {0x0000, 0x0001, 0x0FFF, 0x1000, 0x1001, 0x2000, 0x3000, 0x7FFF, 0x8000, 0x8001, 0xFFFF};
+  static const uint32_t kLow[] = {0x0000, 0x0001, 0x0FFF, 0x1000, 0x1001, 0x2000,
+                                  0x3000, 0x7FFF, 0x8000, 0x8001, 0xFFFF};
   std::vector<float> inputs;
   inputs.reserve(65536 * std::size(kLow));
   for (uint32_t high = 0; high < 65536; ++high) {
@@ -77,8 +78,8 @@ void CheckEncode(const char* name, const std::vector<float>& inputs) {
       for (size_t j = 0; j < lanes; ++j) {
         const uint32_t expected = encode<F>(inputs[i + j], saturate);
         if (got[j] != expected && ++failures <= 5) {
-          ADD_FAILURE() << name << " saturate=" << saturate << ": float32 bits 0x" << std::hex << helpers_test::Bits(inputs[i + j])
-                        << " encodes to 0x" << got[j] << ", scalar 0x" << expected;
+          ADD_FAILURE() << name << " saturate=" << saturate << ": float32 bits 0x" << std::hex
+                        << helpers_test::Bits(inputs[i + j]) << " encodes to 0x" << got[j] << ", scalar 0x" << expected;
         }
       }
     }
@@ -112,7 +113,8 @@ void CheckHalf(const char* name, const std::vector<float>& inputs) {
     hn::Store(RoundToF<F>(v), df, rounded);
     for (size_t j = 0; j < lanes; ++j) {
       const uint32_t bits = helpers_test::Bits(inputs[i + j]);
-      const bool signalling_nan = (bits & 0x7F800000u) == 0x7F800000u && (bits & 0x007FFFFFu) != 0 && (bits & 0x00400000u) == 0;
+      const bool signalling_nan =
+          (bits & 0x7F800000u) == 0x7F800000u && (bits & 0x007FFFFFu) != 0 && (bits & 0x00400000u) == 0;
       if (signalling_nan) continue;
       const uint32_t expected = encode<F>(inputs[i + j], false);
       const uint32_t expected_rounded = helpers_test::Bits(decode<F>(expected));
@@ -120,8 +122,8 @@ void CheckHalf(const char* name, const std::vector<float>& inputs) {
       // RoundToF's NaNs need only stay NaN (the quotient path depends on nothing else).
       const bool rounded_ok = nan ? rounded[j] != rounded[j] : helpers_test::Bits(rounded[j]) == expected_rounded;
       if ((codes[j] != expected || !rounded_ok) && ++failures <= 5) {
-        ADD_FAILURE() << name << ": float32 bits 0x" << std::hex << bits << " EncodeHalf 0x" << codes[j] << " RoundToF 0x"
-                      << helpers_test::Bits(rounded[j]) << ", scalar 0x" << expected;
+        ADD_FAILURE() << name << ": float32 bits 0x" << std::hex << bits << " EncodeHalf 0x" << codes[j]
+                      << " RoundToF 0x" << helpers_test::Bits(rounded[j]) << ", scalar 0x" << expected;
       }
     }
   }
@@ -142,7 +144,8 @@ void CheckDecode(const char* name) {
   const size_t lanes = hn::Lanes(du);
   constexpr uint32_t kCodes = 1u << F::kBits;
   std::vector<uint32_t> codes(std::max<size_t>(kCodes, lanes));
-  for (size_t i = 0; i < codes.size(); ++i) codes[i] = static_cast<uint32_t>(i % kCodes) | (0xA5C30000u << (F::kBits - 1) << 1);
+  for (size_t i = 0; i < codes.size(); ++i)
+    codes[i] = static_cast<uint32_t>(i % kCodes) | (0xA5C30000u << (F::kBits - 1) << 1);
   HWY_ALIGN float got[HWY_MAX_BYTES / 4];
   int failures = 0;
   for (size_t i = 0; i + lanes <= codes.size(); i += lanes) {
@@ -151,7 +154,8 @@ void CheckDecode(const char* name) {
       const uint32_t code = codes[i + j] & (kCodes - 1);
       const uint32_t expected = helpers_test::Bits(decode<F>(code));
       if (helpers_test::Bits(got[j]) != expected && ++failures <= 5) {
-        ADD_FAILURE() << name << ": code 0x" << std::hex << code << " decodes to 0x" << helpers_test::Bits(got[j]) << ", scalar 0x" << expected;
+        ADD_FAILURE() << name << ": code 0x" << std::hex << code << " decodes to 0x" << helpers_test::Bits(got[j])
+                      << ", scalar 0x" << expected;
       }
     }
   }
@@ -175,7 +179,8 @@ void TestDecodeEveryCode() {
     for (size_t j = 0; j < lanes; ++j) codes[j] = (code + static_cast<uint32_t>(j)) % 256 | 0x1200u;
     hn::Store(DecodeE8M0(hn::Load(du, codes)), DF(), got);
     for (size_t j = 0; j < lanes; ++j) {
-      EXPECT_EQ(helpers_test::Bits(got[j]), helpers_test::Bits(decode_e8m0(codes[j] & 0xFF))) << "FLOAT8E8M0 code " << (codes[j] & 0xFF);
+      EXPECT_EQ(helpers_test::Bits(got[j]), helpers_test::Bits(decode_e8m0(codes[j] & 0xFF)))
+          << "FLOAT8E8M0 code " << (codes[j] & 0xFF);
     }
   }
   std::vector<uint16_t> halves(65536);
@@ -223,7 +228,8 @@ void CheckPacking() {
     std::vector<uint8_t> got(256, 0xEE);
     PackWholeBytes<kBits>(codes.data(), bytes, got.data());
     for (int64_t b = 0; b < 256; ++b) {
-      ASSERT_EQ(got[b], b < bytes ? packed[b] : 0xEE) << kBits << "-bit PackWholeBytes of " << bytes << " bytes, byte " << b;
+      ASSERT_EQ(got[b], b < bytes ? packed[b] : 0xEE)
+          << kBits << "-bit PackWholeBytes of " << bytes << " bytes, byte " << b;
     }
     std::vector<uint8_t> unpacked(256 * kPerByte, 0xEE);
     UnpackWholeBytes<kBits>(packed.data(), bytes, unpacked.data());
@@ -269,8 +275,9 @@ void CheckStorePacked4() {
         values[i] = is_signed ? sign_extend(code, kBits) : static_cast<int32_t>(code);
       }
       std::vector<uint8_t> got(group * kBits / 8 + 1, 0xEE), expected(group * kBits / 8 + 1, 0xEE);
-      StorePacked4<kBits>(hn::LoadU(di, values.data()), hn::LoadU(di, values.data() + lanes), hn::LoadU(di, values.data() + 2 * lanes),
-                          hn::LoadU(di, values.data() + 3 * lanes), got.data());
+      StorePacked4<kBits>(hn::LoadU(di, values.data()), hn::LoadU(di, values.data() + lanes),
+                          hn::LoadU(di, values.data() + 2 * lanes), hn::LoadU(di, values.data() + 3 * lanes),
+                          got.data());
       pack_codes(codes.data(), kBits, 0, static_cast<int64_t>(group), expected.data(), false);
       ASSERT_EQ(got, expected) << kBits << "-bit StorePacked4, signed=" << is_signed << ", patterns from " << start;
     }
@@ -302,7 +309,8 @@ void CheckSaturatingStores() {
   for (size_t i = 0; i < inputs.size(); i += 4 * lanes) {
     const int32_t* p = inputs.data() + i;
     std::vector<uint8_t> bytes(4 * lanes);
-    StoreBytes4<kSigned>(hn::LoadU(di, p), hn::LoadU(di, p + lanes), hn::LoadU(di, p + 2 * lanes), hn::LoadU(di, p + 3 * lanes), bytes.data());
+    StoreBytes4<kSigned>(hn::LoadU(di, p), hn::LoadU(di, p + lanes), hn::LoadU(di, p + 2 * lanes),
+                         hn::LoadU(di, p + 3 * lanes), bytes.data());
     for (size_t j = 0; j < 4 * lanes; ++j) {
       const auto expected = static_cast<uint8_t>(std::clamp(p[j], lo8, hi8));
       ASSERT_EQ(bytes[j], expected) << "StoreBytes4 signed=" << kSigned << " of " << p[j];
@@ -382,11 +390,11 @@ std::string TargetNameOf(const ::testing::TestParamInfo<int64_t>& info) {
 
 class SimdHelpersTest : public ::testing::TestWithParam<int64_t> {};
 
-#define QDQ_SIMD_HELPER_TEST(NAME)                                         \
-  TEST_P(SimdHelpersTest, NAME) {                                          \
-    void (*const test)() = QDQ_SIMD_CHOOSE(GetParam(), Test##NAME);        \
+#define QDQ_SIMD_HELPER_TEST(NAME)                                          \
+  TEST_P(SimdHelpersTest, NAME) {                                           \
+    void (*const test)() = QDQ_SIMD_CHOOSE(GetParam(), Test##NAME);         \
     ASSERT_NE(test, nullptr) << "target " << GetParam() << " not compiled"; \
-    test();                                                                \
+    test();                                                                 \
   }
 
 QDQ_SIMD_HELPER_TEST(EncodeEveryFormat)

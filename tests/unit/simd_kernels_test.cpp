@@ -69,14 +69,49 @@ std::vector<uint8_t> random_bytes(T type, int64_t elements, std::mt19937& rng) {
 std::vector<float> interesting_values(int64_t n, float scale, std::mt19937& rng) {
   const float inf = std::numeric_limits<float>::infinity();
   const float nan = std::numeric_limits<float>::quiet_NaN();
-  const std::vector<float> specials = {
-      0.0f, -0.0f, inf, -inf, nan, -nan, std::bit_cast<float>(0x7F800001u), std::bit_cast<float>(0xFFA00000u),
-      std::numeric_limits<float>::denorm_min(), -std::numeric_limits<float>::denorm_min(), 1e-40f, -3e-39f,
-      std::numeric_limits<float>::min(), std::numeric_limits<float>::max(), -std::numeric_limits<float>::max(),
-      0.5f * scale, 1.5f * scale, 2.5f * scale, -0.5f * scale, -2.5f * scale, 127.5f * scale, 128.5f * scale,
-      -128.5f * scale, 255.5f * scale, 256.0f * scale, 7.5f * scale, -8.5f * scale, 65535.5f * scale, 1e30f, -1e30f,
-      448.0f * scale, 464.0f * scale, 480.0f * scale, 57344.0f * scale, 61440.0f * scale, 6.0f * scale, 7.0f * scale,
-      0.25f * scale, 0.75f * scale, 1.75f * scale, 1e-3f * scale, 0x1.0p-10f * scale, 0x1.8p-9f * scale};
+  const std::vector<float> specials = {0.0f,
+                                       -0.0f,
+                                       inf,
+                                       -inf,
+                                       nan,
+                                       -nan,
+                                       std::bit_cast<float>(0x7F800001u),
+                                       std::bit_cast<float>(0xFFA00000u),
+                                       std::numeric_limits<float>::denorm_min(),
+                                       -std::numeric_limits<float>::denorm_min(),
+                                       1e-40f,
+                                       -3e-39f,
+                                       std::numeric_limits<float>::min(),
+                                       std::numeric_limits<float>::max(),
+                                       -std::numeric_limits<float>::max(),
+                                       0.5f * scale,
+                                       1.5f * scale,
+                                       2.5f * scale,
+                                       -0.5f * scale,
+                                       -2.5f * scale,
+                                       127.5f * scale,
+                                       128.5f * scale,
+                                       -128.5f * scale,
+                                       255.5f * scale,
+                                       256.0f * scale,
+                                       7.5f * scale,
+                                       -8.5f * scale,
+                                       65535.5f * scale,
+                                       1e30f,
+                                       -1e30f,
+                                       448.0f * scale,
+                                       464.0f * scale,
+                                       480.0f * scale,
+                                       57344.0f * scale,
+                                       61440.0f * scale,
+                                       6.0f * scale,
+                                       7.0f * scale,
+                                       0.25f * scale,
+                                       0.75f * scale,
+                                       1.75f * scale,
+                                       1e-3f * scale,
+                                       0x1.0p-10f * scale,
+                                       0x1.8p-9f * scale};
   std::uniform_real_distribution<float> small(-300.0f, 300.0f);
   std::uniform_int_distribution<int> pick(0, 9);
   std::vector<float> v(static_cast<size_t>(n));
@@ -116,10 +151,9 @@ std::vector<int64_t> task_bounds(int64_t elements, std::mt19937& rng) {
   return bounds;
 }
 
-std::string describe(T x, T scale, T y, const Shape& shape, int64_t axis, int64_t block, bool sat,
-                     bool zp) {
-  return "x=" + data_type_name(x) + " scale=" + data_type_name(scale) + " y=" + data_type_name(y) + " shape=" +
-         shape_to_string(shape) + " axis=" + std::to_string(axis) + " block=" + std::to_string(block) +
+std::string describe(T x, T scale, T y, const Shape& shape, int64_t axis, int64_t block, bool sat, bool zp) {
+  return "x=" + data_type_name(x) + " scale=" + data_type_name(scale) + " y=" + data_type_name(y) +
+         " shape=" + shape_to_string(shape) + " axis=" + std::to_string(axis) + " block=" + std::to_string(block) +
          " saturate=" + std::to_string(sat) + " zp=" + std::to_string(zp);
 }
 
@@ -144,9 +178,15 @@ std::string describe_stream(Fn&& fn) {
 }
 
 void run_scalar(const QuantizeCall& call, void* y, int64_t begin, int64_t end) { quantize_scalar(call, y, begin, end); }
-void run_scalar(const DequantizeCall& call, void* y, int64_t begin, int64_t end) { dequantize_scalar(call, y, begin, end); }
-QuantizeKernel kernel_for(int64_t target, const QuantizeCall& call) { return simd::quantize_kernel_for_target(target, call); }
-DequantizeKernel kernel_for(int64_t target, const DequantizeCall& call) { return simd::dequantize_kernel_for_target(target, call); }
+void run_scalar(const DequantizeCall& call, void* y, int64_t begin, int64_t end) {
+  dequantize_scalar(call, y, begin, end);
+}
+QuantizeKernel kernel_for(int64_t target, const QuantizeCall& call) {
+  return simd::quantize_kernel_for_target(target, call);
+}
+DequantizeKernel kernel_for(int64_t target, const DequantizeCall& call) {
+  return simd::dequantize_kernel_for_target(target, call);
+}
 
 /// The Highway targets this test compares: those compiled in (QDQ_TEST_SIMD_TARGETS, set by
 /// tests/CMakeLists.txt from QDQ_SIMD and QDQ_SIMD_TARGETS) and any other this CPU runs, so that
@@ -222,8 +262,10 @@ void SimdKernelsTest::expect_target_matches_scalar(const Call& call, int64_t n, 
   ++compared_;
   const int64_t at = first_difference(got, expected);
   ASSERT_EQ(at, -1) << target_.name << " " << what << ": at byte " << at << " got "
-                    << (at >= 0 && static_cast<size_t>(at) < got.size() ? int{got[static_cast<size_t>(at)]} : -1) << " expected "
-                    << (at >= 0 && static_cast<size_t>(at) < expected.size() ? int{expected[static_cast<size_t>(at)]} : -1);
+                    << (at >= 0 && static_cast<size_t>(at) < got.size() ? int{got[static_cast<size_t>(at)]} : -1)
+                    << " expected "
+                    << (at >= 0 && static_cast<size_t>(at) < expected.size() ? int{expected[static_cast<size_t>(at)]}
+                                                                             : -1);
 }
 
 /// Runs the scalar kernel and the target's kernel on one QuantizeLinear call; expects equal bytes.
@@ -267,8 +309,9 @@ void SimdKernelsTest::check_quantize(T x_type, T scale_type, T y_type, const Sha
   const TensorView zv = zp.view();
   const QuantizeCall call = plan_quantize(attributes, xv, sv, with_zp ? &zv : nullptr);
 
-  expect_target_matches_scalar(call, n, one_task ? std::vector<int64_t>{0, n} : task_bounds(n, rng),
-                              describe(x_type, scale_type, y_type, shape, axis, block, saturate, with_zp) + (one_task ? " one task" : ""));
+  expect_target_matches_scalar(
+      call, n, one_task ? std::vector<int64_t>{0, n} : task_bounds(n, rng),
+      describe(x_type, scale_type, y_type, shape, axis, block, saturate, with_zp) + (one_task ? " one task" : ""));
 }
 
 void SimdKernelsTest::check_dequantize(T x_type, T scale_type, T y_type, const Shape& shape, int64_t axis,
@@ -286,8 +329,15 @@ void SimdKernelsTest::check_dequantize(T x_type, T scale_type, T y_type, const S
   std::uniform_real_distribution<float> sd(-3.0f, 3.0f);
   for (auto& s : scales) s = sd(rng);
   // Includes NaNs with payloads (one signalling), whose payload 16-bit outputs keep.
-  const float special_scales[] = {1e-40f, 3e38f, std::numeric_limits<float>::infinity(), 0.0f, 1.0f, 1e-30f, 70000.0f,
-                                  std::bit_cast<float>(0x7FA12345u), std::bit_cast<float>(0xFFC0A000u)};
+  const float special_scales[] = {1e-40f,
+                                  3e38f,
+                                  std::numeric_limits<float>::infinity(),
+                                  0.0f,
+                                  1.0f,
+                                  1e-30f,
+                                  70000.0f,
+                                  std::bit_cast<float>(0x7FA12345u),
+                                  std::bit_cast<float>(0xFFC0A000u)};
   for (size_t k = 1; k < scales.size() && k <= 9; ++k) scales[k] = special_scales[k - 1];
   if (is_float8(x_type)) {
     // NaN × NaN keeps one of the two payloads, and which one the scalar kernel keeps depends on how
@@ -310,12 +360,14 @@ void SimdKernelsTest::check_dequantize(T x_type, T scale_type, T y_type, const S
   const TensorView zv = zp.view();
   const DequantizeCall call = plan_dequantize(attributes, xv, sv, with_zp ? &zv : nullptr);
 
-  expect_target_matches_scalar(call, n, one_task ? std::vector<int64_t>{0, n} : task_bounds(n, rng),
-                              describe(x_type, scale_type, y_type, shape, axis, block, false, with_zp) + (one_task ? " one task" : ""));
+  expect_target_matches_scalar(
+      call, n, one_task ? std::vector<int64_t>{0, n} : task_bounds(n, rng),
+      describe(x_type, scale_type, y_type, shape, axis, block, false, with_zp) + (one_task ? " one task" : ""));
 }
 
-const T kQuantizedTypes[] = {T::kUint8, T::kInt8, T::kUint16, T::kInt16, T::kUint4, T::kInt4, T::kUint2, T::kInt2,
-                             T::kFloat8E4M3FN, T::kFloat8E4M3FNUZ, T::kFloat8E5M2, T::kFloat8E5M2FNUZ, T::kFloat4E2M1};
+const T kQuantizedTypes[] = {T::kUint8,      T::kInt8,           T::kUint16,    T::kInt16,        T::kUint4,
+                             T::kInt4,       T::kUint2,          T::kInt2,      T::kFloat8E4M3FN, T::kFloat8E4M3FNUZ,
+                             T::kFloat8E5M2, T::kFloat8E5M2FNUZ, T::kFloat4E2M1};
 const T kFloatTypes[] = {T::kFloat, T::kFloat16, T::kBFloat16};
 
 TEST(SimdTargetsTest, TargetsAreListed) {
@@ -330,7 +382,8 @@ TEST_P(SimdKernelsTest, QuantizePerTensorEveryLength) {
     for (int64_t len = 1; len <= 130; ++len) {
       check_quantize(T::kFloat, T::kFloat, y, {len}, -1, 0, true, len % 2 == 0, rng);
     }
-    for (int64_t len : {1000, 4099, 2 * 1024 + 3}) check_quantize(T::kFloat, T::kFloat, y, {len}, -1, 0, true, true, rng);
+    for (int64_t len : {1000, 4099, 2 * 1024 + 3})
+      check_quantize(T::kFloat, T::kFloat, y, {len}, -1, 0, true, true, rng);
   }
   expect_compared(1729);
 }
@@ -344,15 +397,16 @@ TEST_P(SimdKernelsTest, QuantizeEveryTypeCombinationAndGranularity) {
       for (T y : kQuantizedTypes) {
         for (int sat = 0; sat <= (is_float8(y) ? 1 : 0); ++sat) {
           const bool saturate = is_float8(y) ? sat == 1 : true;
-          for (int64_t len : {1, 7, 9, 17, 33, 67, 131}) check_quantize(x, s, y, {len}, -1, 0, saturate, len % 3 != 0, rng);
-          check_quantize(x, s, y, {5, 37}, 0, 0, saturate, true, rng);     // per-axis, inner 37 (step 0)
-          check_quantize(x, s, y, {3, 43}, 1, 0, saturate, true, rng);     // per-axis, axis last (step 1)
-          check_quantize(x, s, y, {4, 39}, 1, 3, saturate, true, rng);     // blocked, last axis, odd block
-          check_quantize(x, s, y, {3, 64}, 1, 32, saturate, true, rng);    // blocked, last axis, 32
+          for (int64_t len : {1, 7, 9, 17, 33, 67, 131})
+            check_quantize(x, s, y, {len}, -1, 0, saturate, len % 3 != 0, rng);
+          check_quantize(x, s, y, {5, 37}, 0, 0, saturate, true, rng);   // per-axis, inner 37 (step 0)
+          check_quantize(x, s, y, {3, 43}, 1, 0, saturate, true, rng);   // per-axis, axis last (step 1)
+          check_quantize(x, s, y, {4, 39}, 1, 3, saturate, true, rng);   // blocked, last axis, odd block
+          check_quantize(x, s, y, {3, 64}, 1, 32, saturate, true, rng);  // blocked, last axis, 32
           // Blocks that tile the rows (whole groups of four vectors on every target, or on some).
           check_quantize(x, s, y, {4, 128}, 1, 64, saturate, true, rng);
           check_quantize(x, s, y, {3, 192}, 1, 96, saturate, false, rng);
-          check_quantize(x, s, y, {7, 21}, 0, 2, saturate, true, rng);     // blocked along axis 0 (step 1)
+          check_quantize(x, s, y, {7, 21}, 0, 2, saturate, true, rng);      // blocked along axis 0 (step 1)
           check_quantize(x, s, y, {2, 5, 13}, 1, 3, saturate, false, rng);  // blocked, middle axis
         }
       }
@@ -367,7 +421,8 @@ TEST_P(SimdKernelsTest, LargePerAxisAndBlocked) {
     check_quantize(T::kFloat, T::kFloat, y, {3, 1500}, 1, 0, true, true, rng);
     check_quantize(T::kFloat, T::kFloat, y, {2, 3001}, 1, 32, true, true, rng);
     check_quantize(T::kFloat, T::kFloat, y, {65, 77}, 0, 32, true, true, rng);
-    check_quantize(T::kFloat, T::kFloat, y, {40, 256}, 1, 64, true, true, rng);  // uniform blocks, tasks cut inside blocks
+    check_quantize(T::kFloat, T::kFloat, y, {40, 256}, 1, 64, true, true,
+                   rng);  // uniform blocks, tasks cut inside blocks
   }
   // One task, so that whole chunks lie in one segment whose scales step by one (read in place), or
   // hold long such segments next to short ones (expanded); per-axis along the last axis too.
@@ -457,7 +512,10 @@ TEST_P(SimdKernelsTest, QuantizeExhaustiveHighBitsWithUnitScale) {
   for (int64_t i = 0; i < n; ++i) {
     // 16 high bits exhaustively, 2 low-order variations: exactly the boundary, or random low bits.
     const uint32_t high = static_cast<uint32_t>(i >> 2) << 16;
-    const uint32_t low = (i & 3) == 0 ? 0u : (i & 3) == 1 ? 0x8000u : (i & 3) == 2 ? 0x7FFFu : (static_cast<uint32_t>(rng()) & 0xFFFFu);
+    const uint32_t low = (i & 3) == 0   ? 0u
+                         : (i & 3) == 1 ? 0x8000u
+                         : (i & 3) == 2 ? 0x7FFFu
+                                        : (static_cast<uint32_t>(rng()) & 0xFFFFu);
     values[static_cast<size_t>(i)] = std::bit_cast<float>(high | low);
   }
   const Tensor x{T::kFloat, {n}, make_float_tensor(T::kFloat, values)};
@@ -472,7 +530,10 @@ TEST_P(SimdKernelsTest, QuantizeExhaustiveHighBitsWithUnitScale) {
         const TensorView xv = x.view();
         const TensorView sv = s.view();
         const QuantizeCall call = plan_quantize(attributes, xv, sv, nullptr);
-        expect_target_matches_scalar(call, n, {0, n}, describe_stream([&](std::ostream& o) { o << "y=" << data_type_name(y) << " scale " << scale_value << " saturate " << sat; }));
+        expect_target_matches_scalar(call, n, {0, n}, describe_stream([&](std::ostream& o) {
+                                       o << "y=" << data_type_name(y) << " scale " << scale_value << " saturate "
+                                         << sat;
+                                     }));
       }
     }
   }
@@ -506,7 +567,10 @@ TEST_P(SimdKernelsTest, SixteenBitRoundingExhaustiveHighBits) {
         const TensorView xv = x.view();
         const TensorView sv = s.view();
         const QuantizeCall call = plan_quantize(attributes, xv, sv, nullptr);
-        expect_target_matches_scalar(call, n, {0, n}, describe_stream([&](std::ostream& o) { o << "x=" << data_type_name(x_type) << " y=" << data_type_name(y) << " scale " << scale_value; }));
+        expect_target_matches_scalar(call, n, {0, n}, describe_stream([&](std::ostream& o) {
+                                       o << "x=" << data_type_name(x_type) << " y=" << data_type_name(y) << " scale "
+                                         << scale_value;
+                                     }));
       }
     }
   }
@@ -523,7 +587,8 @@ TEST_P(SimdKernelsTest, DequantizeSixteenBitOutputsEveryInt16Code) {
   // 2^-13: products k·2^-13 are float16 values or exact float16/bfloat16 ties for every k; 0x1p-24
   // and 0x1.8p-25: the float16 subnormals and their ties; 2.0: float16 overflow; 1e35 and 3e38:
   // bfloat16 overflow; the rest: products with random low bits.
-  for (float scale_value : {0x1p-13f, 1.0f / 3.0f, 0.1f, 0x1p-24f, 0x1.8p-25f, 2.0f, 1e35f, 3e38f, 1.0009765625f, -7.77e-3f}) {
+  for (float scale_value :
+       {0x1p-13f, 1.0f / 3.0f, 0.1f, 0x1p-24f, 0x1.8p-25f, 2.0f, 1e35f, 3e38f, 1.0009765625f, -7.77e-3f}) {
     for (T y : {T::kFloat16, T::kBFloat16}) {
       const Tensor s{T::kFloat, {}, make_float_tensor(T::kFloat, {scale_value})};
       DequantizeLinearAttributes attributes;
@@ -532,7 +597,9 @@ TEST_P(SimdKernelsTest, DequantizeSixteenBitOutputsEveryInt16Code) {
       const TensorView xv = x.view();
       const TensorView sv = s.view();
       const DequantizeCall call = plan_dequantize(attributes, xv, sv, nullptr);
-      expect_target_matches_scalar(call, n, {0, n}, describe_stream([&](std::ostream& o) { o << "y=" << data_type_name(y) << " scale " << scale_value; }));
+      expect_target_matches_scalar(call, n, {0, n}, describe_stream([&](std::ostream& o) {
+                                     o << "y=" << data_type_name(y) << " scale " << scale_value;
+                                   }));
     }
   }
   expect_compared(20);
@@ -543,7 +610,8 @@ TEST_P(SimdKernelsTest, DequantizeSixteenBitOutputsEveryInt16Code) {
 /// plain bit rounding. Signalling NaNs, NaNs whose rounding would carry into the sign, every scale
 /// type, one scale per tensor and one per row (short rows: expanded parameters; long: registers).
 TEST_P(SimdKernelsTest, DequantizeBFloat16OutputsKeepNaNScalePayloads) {
-  const uint32_t f32_nans[] = {0x7F800001u, 0x7FA12345u, 0x7FC0FFFFu, 0x7FFFFFFFu, 0xFFFFFFFFu, 0xFF80FFFFu, 0xFFC0A000u};
+  const uint32_t f32_nans[] = {0x7F800001u, 0x7FA12345u, 0x7FC0FFFFu, 0x7FFFFFFFu,
+                               0xFFFFFFFFu, 0xFF80FFFFu, 0xFFC0A000u};
   const uint16_t f16_nans[] = {0x7C01u, 0x7E00u, 0x7FFFu, 0xFC01u, 0xFFFFu};
   const uint16_t bf16_nans[] = {0x7F81u, 0x7FC0u, 0x7FFFu, 0xFF81u, 0xFFFFu};
   std::vector<std::pair<T, std::vector<uint8_t>>> scales;  // (type, bytes of one scale)
@@ -581,10 +649,11 @@ TEST_P(SimdKernelsTest, DequantizeBFloat16OutputsKeepNaNScalePayloads) {
         const TensorView sv = s.view();
         const DequantizeCall call = plan_dequantize(attributes, xv, sv, nullptr);
         expect_target_matches_scalar(call, n, task_bounds(n, rng), describe_stream([&](std::ostream& o) {
-                                      o << "x=" << data_type_name(x_type) << " scale=" << data_type_name(scale_type) << " bytes";
-                                      for (uint8_t b : one) o << ' ' << int{b};
-                                      o << " shape=" << shape_to_string(shape);
-                                    }));
+                                       o << "x=" << data_type_name(x_type) << " scale=" << data_type_name(scale_type)
+                                         << " bytes";
+                                       for (uint8_t b : one) o << ' ' << int{b};
+                                       o << " shape=" << shape_to_string(shape);
+                                     }));
       }
     }
   }
@@ -609,7 +678,12 @@ void SimdKernelsTest::check_quantize_with(T x_type, T scale_type, T y_type, cons
   const TensorView xv = x.view();
   const TensorView sv = s.view();
   const QuantizeCall call = plan_quantize(attributes, xv, sv, nullptr);
-  expect_target_matches_scalar(call, n, task_bounds(n, rng), describe_stream([&](std::ostream& o) { o << "x=" << data_type_name(x_type) << " scale=" << data_type_name(scale_type) << " " << scales[0] << " y=" << data_type_name(y_type) << " shape=" << shape_to_string(shape) << " block=" << block << " saturate=" << saturate; }));
+  expect_target_matches_scalar(call, n, task_bounds(n, rng), describe_stream([&](std::ostream& o) {
+                                 o << "x=" << data_type_name(x_type) << " scale=" << data_type_name(scale_type) << " "
+                                   << scales[0] << " y=" << data_type_name(y_type)
+                                   << " shape=" << shape_to_string(shape) << " block=" << block
+                                   << " saturate=" << saturate;
+                               }));
 }
 
 /// Power-of-two scales take the exact-reciprocal route (x · 2^-e instead of x / 2^e) in the
@@ -618,21 +692,24 @@ void SimdKernelsTest::check_quantize_with(T x_type, T scale_type, T y_type, cons
 /// 2^±127 and subnormal scales do not).
 TEST_P(SimdKernelsTest, QuantizePowerOfTwoScalesMatchDivision) {
   std::mt19937 rng(9);
-  const std::vector<float> scales = {1.0f, 0.5f, 2.0f, 0.125f, -0.25f, -8.0f, 0x1p-20f, 0x1p20f, 0x1p-100f, 0x1p100f,
-                                     0x1p-126f, -0x1p-126f, 0x1p126f, -0x1p126f, 0x1p-127f, 0x1p127f, 0x1p-149f, 0x1.8p-3f};
+  const std::vector<float> scales = {1.0f,     0.5f,      2.0f,      0.125f,   -0.25f,    -8.0f,
+                                     0x1p-20f, 0x1p20f,   0x1p-100f, 0x1p100f, 0x1p-126f, -0x1p-126f,
+                                     0x1p126f, -0x1p126f, 0x1p-127f, 0x1p127f, 0x1p-149f, 0x1.8p-3f};
   const int64_t n = 1000;
   for (float scale : scales) {
     std::vector<float> xs = interesting_values(n, scale, rng);
     // Quotients near float32's subnormal range and its overflow threshold.
-    for (int64_t i = 0; i < n; i += 7) xs[static_cast<size_t>(i)] = std::ldexp(static_cast<float>(rng() % 1000) - 500.0f, -140 - static_cast<int>(rng() % 20));
+    for (int64_t i = 0; i < n; i += 7)
+      xs[static_cast<size_t>(i)] =
+          std::ldexp(static_cast<float>(rng() % 1000) - 500.0f, -140 - static_cast<int>(rng() % 20));
     for (int64_t i = 3; i < n; i += 11) xs[static_cast<size_t>(i)] = std::bit_cast<float>(static_cast<uint32_t>(rng()));
     for (T y : kQuantizedTypes) {
       for (int sat = 0; sat <= (is_float8(y) ? 1 : 0); ++sat) {
         check_quantize_with(T::kFloat, T::kFloat, y, {n}, {}, 0, 0, sat == 1 || !is_float8(y), {scale}, xs, rng);
         // Blocked along the last axis: runs of 40 elements sharing one scale.
         const std::vector<float> block_scales(25, scale);
-        check_quantize_with(T::kFloat, T::kFloat, y, {n / 40, 40}, {n / 40, 1}, 1, 40, sat == 1 || !is_float8(y), block_scales,
-                            xs, rng);
+        check_quantize_with(T::kFloat, T::kFloat, y, {n / 40, 40}, {n / 40, 1}, 1, 40, sat == 1 || !is_float8(y),
+                            block_scales, xs, rng);
       }
     }
   }
@@ -657,12 +734,14 @@ TEST_P(SimdKernelsTest, QuantizePowerOfTwoScalesMatchDivision) {
 /// Runs the scalar kernel and the target's kernel on one call with FLOAT8E8M0 scale codes; expects
 /// equal bytes. `precision` 0 divides in float32 (the policy for e8m0 scales).
 void SimdKernelsTest::check_quantize_e8m0(T x_type, T y_type, const Shape& shape, const Shape& scale_shape,
-                                          int64_t axis, int64_t block, bool saturate,
-                                          const std::vector<uint8_t>& codes, int64_t precision, std::mt19937& rng) {
+                                          int64_t axis, int64_t block, bool saturate, const std::vector<uint8_t>& codes,
+                                          int64_t precision, std::mt19937& rng) {
   const int64_t n = count_of(shape);
   std::vector<float> xs = interesting_values(n, decode_e8m0(codes[rng() % codes.size()]), rng);
   // Quotients that overflow, are subnormal or underflow for the extreme scales.
-  for (int64_t i = 0; i < n; i += 5) xs[static_cast<size_t>(i)] = std::ldexp(static_cast<float>(rng() % 2000) - 1000.0f, static_cast<int>(rng() % 280) - 150);
+  for (int64_t i = 0; i < n; i += 5)
+    xs[static_cast<size_t>(i)] =
+        std::ldexp(static_cast<float>(rng() % 2000) - 1000.0f, static_cast<int>(rng() % 280) - 150);
   for (int64_t i = 2; i < n; i += 13) xs[static_cast<size_t>(i)] = std::bit_cast<float>(static_cast<uint32_t>(rng()));
   const Tensor x{x_type, shape, make_float_tensor(x_type, xs)};
   const Tensor s{T::kFloat8E8M0, scale_shape, codes};
@@ -676,7 +755,11 @@ void SimdKernelsTest::check_quantize_e8m0(T x_type, T y_type, const Shape& shape
   const TensorView xv = x.view();
   const TensorView sv = s.view();
   const QuantizeCall call = plan_quantize(attributes, xv, sv, nullptr);
-  expect_target_matches_scalar(call, n, task_bounds(n, rng), describe_stream([&](std::ostream& o) { o << "x=" << data_type_name(x_type) << " scale=FLOAT8E8M0 y=" << data_type_name(y_type) << " shape=" << shape_to_string(shape) << " block=" << block << " saturate=" << saturate << " precision=" << precision; }));
+  expect_target_matches_scalar(call, n, task_bounds(n, rng), describe_stream([&](std::ostream& o) {
+                                 o << "x=" << data_type_name(x_type) << " scale=FLOAT8E8M0 y=" << data_type_name(y_type)
+                                   << " shape=" << shape_to_string(shape) << " block=" << block
+                                   << " saturate=" << saturate << " precision=" << precision;
+                               }));
 }
 
 void SimdKernelsTest::check_dequantize_e8m0(T x_type, T y_type, const Shape& shape, const Shape& scale_shape,
@@ -697,7 +780,10 @@ void SimdKernelsTest::check_dequantize_e8m0(T x_type, T y_type, const Shape& sha
   const TensorView sv = s.view();
   const TensorView zv = zp.view();
   const DequantizeCall call = plan_dequantize(attributes, xv, sv, with_zp ? &zv : nullptr);
-  expect_target_matches_scalar(call, n, task_bounds(n, rng), describe_stream([&](std::ostream& o) { o << "x=" << data_type_name(x_type) << " scale=FLOAT8E8M0 y=" << data_type_name(y_type) << " shape=" << shape_to_string(shape) << " block=" << block << " zp=" << with_zp; }));
+  expect_target_matches_scalar(call, n, task_bounds(n, rng), describe_stream([&](std::ostream& o) {
+                                 o << "x=" << data_type_name(x_type) << " scale=FLOAT8E8M0 y=" << data_type_name(y_type)
+                                   << " shape=" << shape_to_string(shape) << " block=" << block << " zp=" << with_zp;
+                               }));
 }
 
 /// The 256 codes, in an order that puts the special ones (0x00, 0xFE, 0xFF) next to ordinary ones.

@@ -96,8 +96,8 @@ struct Layout {
 };
 
 // Per tensor, per axis (last axis), blocked (32 along the last axis, and along axis 0).
-const Layout kLayouts[] = {{{32, 256}, {}, 1, 0}, {{32, 256}, {256}, 1, 0}, {{32, 256}, {32, 8}, 1, 32},
-                           {{32, 256}, {1, 256}, 0, 32}};
+const Layout kLayouts[] = {
+    {{32, 256}, {}, 1, 0}, {{32, 256}, {256}, 1, 0}, {{32, 256}, {32, 8}, 1, 32}, {{32, 256}, {1, 256}, 0, 32}};
 
 int64_t count_of(const std::vector<int64_t>& s) {
   int64_t n = 1;
@@ -107,8 +107,9 @@ int64_t count_of(const std::vector<int64_t>& s) {
 
 /// Every type family through the three operators, with `options`.
 void run_every_family(const qdq::ExecutionOptions& options) {
-  const T quantized[] = {T::kUint8, T::kInt8, T::kUint16, T::kInt16, T::kUint4, T::kInt4, T::kUint2, T::kInt2,
-                         T::kFloat8E4M3FN, T::kFloat8E4M3FNUZ, T::kFloat8E5M2, T::kFloat8E5M2FNUZ, T::kFloat4E2M1};
+  const T quantized[] = {T::kUint8,      T::kInt8,           T::kUint16,    T::kInt16,        T::kUint4,
+                         T::kInt4,       T::kUint2,          T::kInt2,      T::kFloat8E4M3FN, T::kFloat8E4M3FNUZ,
+                         T::kFloat8E5M2, T::kFloat8E5M2FNUZ, T::kFloat4E2M1};
   for (const Layout& layout : kLayouts) {
     const size_t n = static_cast<size_t>(count_of(layout.x_shape));
     const size_t scales = static_cast<size_t>(count_of(layout.scale_shape));
@@ -152,8 +153,7 @@ void run_every_family(const qdq::ExecutionOptions& options) {
   const std::vector<int64_t> shape = {32, 256};
   const std::vector<uint8_t> x = float_bytes(32 * 256, 3);
   std::vector<uint8_t> y(32 * 256);
-  qdq::dynamic_quantize_linear({T::kFloat, shape, x.data(), x.size()}, {T::kUint8, shape, y.data(), y.size()},
-                               options);
+  qdq::dynamic_quantize_linear({T::kFloat, shape, x.data(), x.size()}, {T::kUint8, shape, y.data(), y.size()}, options);
 }
 
 struct Job {

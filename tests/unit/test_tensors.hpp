@@ -28,12 +28,10 @@ using Shape = std::vector<int64_t>;
 inline int type_bits(DataType t) {
   switch (t) {
     case DataType::kInt2:
-    case DataType::kUint2:
-      return 2;
+    case DataType::kUint2: return 2;
     case DataType::kInt4:
     case DataType::kUint4:
-    case DataType::kFloat4E2M1:
-      return 4;
+    case DataType::kFloat4E2M1: return 4;
     case DataType::kInt8:
     case DataType::kUint8:
     case DataType::kFloat8E4M3FN:
@@ -41,23 +39,18 @@ inline int type_bits(DataType t) {
     case DataType::kFloat8E5M2:
     case DataType::kFloat8E5M2FNUZ:
     case DataType::kFloat8E8M0:
-    case DataType::kBool:
-      return 8;
+    case DataType::kBool: return 8;
     case DataType::kInt16:
     case DataType::kUint16:
     case DataType::kFloat16:
-    case DataType::kBFloat16:
-      return 16;
+    case DataType::kBFloat16: return 16;
     case DataType::kFloat:
     case DataType::kInt32:
-    case DataType::kUint32:
-      return 32;
+    case DataType::kUint32: return 32;
     case DataType::kDouble:
     case DataType::kInt64:
-    case DataType::kUint64:
-      return 64;
-    default:
-      return 0;
+    case DataType::kUint64: return 64;
+    default: return 0;
   }
 }
 
@@ -76,10 +69,8 @@ inline bool is_int_type(DataType t) {
     case DataType::kUint8:
     case DataType::kInt16:
     case DataType::kUint16:
-    case DataType::kInt32:
-      return true;
-    default:
-      return false;
+    case DataType::kInt32: return true;
+    default: return false;
   }
 }
 
@@ -99,9 +90,7 @@ inline int64_t numel(const Shape& shape) {
   return n;
 }
 
-inline size_t byte_size(DataType t, int64_t elements) {
-  return static_cast<size_t>((elements * type_bits(t) + 7) / 8);
-}
+inline size_t byte_size(DataType t, int64_t elements) { return static_cast<size_t>((elements * type_bits(t) + 7) / 8); }
 
 /// Packs element codes into ONNX's layout (little-endian, sub-byte first element in the low bits).
 inline std::vector<uint8_t> pack(DataType t, const std::vector<uint64_t>& codes) {
@@ -206,8 +195,7 @@ inline uint32_t bits_of(float v) { return std::bit_cast<uint32_t>(v); }
 
 /// Runs `fn`, expects a qdq::Error, and checks that its message contains, for every group, at least
 /// one of the group's alternatives (e.g. {{"QuantizeLinear-25"}, {"y_scale"}, {"INT8", "3"}}).
-inline void expect_error(const std::function<void()>& fn,
-                         const std::vector<std::vector<std::string>>& must_mention,
+inline void expect_error(const std::function<void()>& fn, const std::vector<std::vector<std::string>>& must_mention,
                          const std::string& what = "") {
   try {
     fn();

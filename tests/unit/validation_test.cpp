@@ -65,8 +65,8 @@ namespace {
 
 using namespace qdq_test;
 using qdq::DequantizeLinearAttributes;
-using qdq::TensorView;
 using qdq::QuantizeLinearAttributes;
+using qdq::TensorView;
 using Groups = std::vector<std::vector<std::string>>;
 
 QuantizeLinearAttributes qa(int64_t opset) {
@@ -82,20 +82,22 @@ DequantizeLinearAttributes dqa(int64_t opset) {
 
 /// Expects QuantizeLinear to reject the call, both in quantize_linear_output and in quantize_linear
 /// (with an output buffer of the shape of x and type `y_type`, which must stay untouched).
-void q_rejects(const QuantizeLinearAttributes& a, const Tensor& x, const Tensor& s, const Tensor* zp, const Groups& groups,
-               const std::string& what, DataType y_type = DataType::kUint8) {
+void q_rejects(const QuantizeLinearAttributes& a, const Tensor& x, const Tensor& s, const Tensor* zp,
+               const Groups& groups, const std::string& what, DataType y_type = DataType::kUint8) {
   const qdq::TensorView zv = zp ? zp->view() : qdq::TensorView{};
-  expect_error([&] { qdq::quantize_linear_output(a, x.view(), s.view(), zp ? &zv : nullptr); }, groups, what + " (output)");
+  expect_error([&] { qdq::quantize_linear_output(a, x.view(), s.view(), zp ? &zv : nullptr); }, groups,
+               what + " (output)");
   Tensor y = output(y_type, x.shape, 0x5A);
   const std::vector<uint8_t> before = y.bytes;
   expect_error([&] { qdq::quantize_linear(a, x.view(), s.view(), zp ? &zv : nullptr, y.mut()); }, groups, what);
   EXPECT_EQ(y.bytes, before) << what << ": output written before an error";
 }
 
-void dq_rejects(const DequantizeLinearAttributes& a, const Tensor& x, const Tensor& s, const Tensor* zp, const Groups& groups,
-                const std::string& what, DataType y_type = DataType::kFloat) {
+void dq_rejects(const DequantizeLinearAttributes& a, const Tensor& x, const Tensor& s, const Tensor* zp,
+                const Groups& groups, const std::string& what, DataType y_type = DataType::kFloat) {
   const qdq::TensorView zv = zp ? zp->view() : qdq::TensorView{};
-  expect_error([&] { qdq::dequantize_linear_output(a, x.view(), s.view(), zp ? &zv : nullptr); }, groups, what + " (output)");
+  expect_error([&] { qdq::dequantize_linear_output(a, x.view(), s.view(), zp ? &zv : nullptr); }, groups,
+               what + " (output)");
   Tensor y = output(y_type, x.shape, 0x5A);
   const std::vector<uint8_t> before = y.bytes;
   expect_error([&] { qdq::dequantize_linear(a, x.view(), s.view(), zp ? &zv : nullptr, y.mut()); }, groups, what);
@@ -136,8 +138,8 @@ TEST(Versions, OpsetTooLow) {
 // QuantizeLinear types per version.
 
 TEST(QTypes, XTypeNotAllowed) {
-  q_rejects(qa(25), from_ints(DataType::kInt8, {2}, {1, 2}), S1(), nullptr,
-            {{"QuantizeLinear-25"}, {"x"}, {"INT8"}}, "Q INT8 x");
+  q_rejects(qa(25), from_ints(DataType::kInt8, {2}, {1, 2}), S1(), nullptr, {{"QuantizeLinear-25"}, {"x"}, {"INT8"}},
+            "Q INT8 x");
   const Tensor xh = from_codes(DataType::kFloat16, {2}, {0x3C00, 0x4000});
   q_rejects(qa(13), xh, S1(), nullptr, {{"QuantizeLinear-13"}, {"x"}, {"FLOAT16"}}, "Q FLOAT16 x at 13");
 }
@@ -146,17 +148,20 @@ TEST(QTypes, Float16ScaleAtOpset13) {
   const Tensor s = from_codes(DataType::kFloat16, {}, {0x3C00});
   q_rejects(qa(13), X23(), s, nullptr, {{"QuantizeLinear-13"}, {"y_scale"}, {"FLOAT16"}}, "Q FLOAT16 scale at 13");
   // Opset 18 selects version 13 too.
-  q_rejects(qa(18), X23(), s, nullptr, {{"QuantizeLinear-13"}, {"y_scale"}, {"FLOAT16"}}, "Q FLOAT16 scale at opset 18");
+  q_rejects(qa(18), X23(), s, nullptr, {{"QuantizeLinear-13"}, {"y_scale"}, {"FLOAT16"}},
+            "Q FLOAT16 scale at opset 18");
 }
 
 TEST(QTypes, XAndScaleDifferAt19And21) {
   const Tensor sh = from_codes(DataType::kFloat16, {}, {0x3C00});
-  q_rejects(qa(19), X23(), sh, nullptr, {{"QuantizeLinear-19"}, {"y_scale"}, {"FLOAT16"}, {"FLOAT"}}, "Q x FLOAT, scale FLOAT16 at 19");
+  q_rejects(qa(19), X23(), sh, nullptr, {{"QuantizeLinear-19"}, {"y_scale"}, {"FLOAT16"}, {"FLOAT"}},
+            "Q x FLOAT, scale FLOAT16 at 19");
   const Tensor sb = from_codes(DataType::kBFloat16, {}, {0x3F80});
   q_rejects(qa(22), X23(), sb, nullptr, {{"QuantizeLinear-21"}, {"y_scale"}, {"BFLOAT16"}, {"FLOAT"}},
             "Q x FLOAT, scale BFLOAT16 at opset 22 (v21)");
   const Tensor xi = from_ints(DataType::kInt32, {2}, {1, 2});
-  q_rejects(qa(21), xi, S1(), nullptr, {{"QuantizeLinear-21"}, {"y_scale"}, {"INT32"}, {"FLOAT"}}, "Q x INT32, scale FLOAT at 21");
+  q_rejects(qa(21), xi, S1(), nullptr, {{"QuantizeLinear-21"}, {"y_scale"}, {"INT32"}, {"FLOAT"}},
+            "Q x INT32, scale FLOAT at 21");
   // The same types are fine at 23.
   EXPECT_NO_THROW(qdq::quantize_linear_output(qa(23), X23().view(), sh.view(), nullptr));
 }
@@ -178,18 +183,17 @@ TEST(QTypes, OutputTypeNotAllowedByVersion) {
     DataType type;
     const char* op;
   };
-  const Case cases[] = {{24, DataType::kInt2, "QuantizeLinear-24"},
-                        {24, DataType::kUint2, "QuantizeLinear-24"},
-                        {19, DataType::kInt4, "QuantizeLinear-19"},
-                        {19, DataType::kInt16, "QuantizeLinear-19"},
-                        {21, DataType::kFloat4E2M1, "QuantizeLinear-21"},
-                        {13, DataType::kFloat8E4M3FN, "QuantizeLinear-13"},
-                        {10, DataType::kUint16, "QuantizeLinear-10"}};
+  const Case cases[] = {
+      {24, DataType::kInt2, "QuantizeLinear-24"},       {24, DataType::kUint2, "QuantizeLinear-24"},
+      {19, DataType::kInt4, "QuantizeLinear-19"},       {19, DataType::kInt16, "QuantizeLinear-19"},
+      {21, DataType::kFloat4E2M1, "QuantizeLinear-21"}, {13, DataType::kFloat8E4M3FN, "QuantizeLinear-13"},
+      {10, DataType::kUint16, "QuantizeLinear-10"}};
   for (const Case& c : cases) {
     const std::string name = qdq::data_type_name(c.type);
     // Through the zero point's type.
     const Tensor zp = from_codes(c.type, {}, {0});
-    q_rejects(qa(c.opset), X23(), S1(), &zp, {{c.op}, {name}}, "Q zero point " + name + " at " + std::to_string(c.opset));
+    q_rejects(qa(c.opset), X23(), S1(), &zp, {{c.op}, {name}},
+              "Q zero point " + name + " at " + std::to_string(c.opset));
     // Through output_dtype (where the version has it).
     if (c.opset >= 21) {
       auto a = qa(c.opset);
@@ -209,7 +213,8 @@ TEST(QTypes, OutputTypeNotQuantized) {
   a.output_dtype = static_cast<int64_t>(DataType::kFloat);
   q_rejects(a, X23(), S1(), nullptr, {{"QuantizeLinear-25"}, {"output_dtype"}, {"FLOAT", "1"}}, "Q output_dtype FLOAT");
   a.output_dtype = static_cast<int64_t>(DataType::kFloat8E8M0);
-  q_rejects(a, X23(), S1(), nullptr, {{"QuantizeLinear-25"}, {"output_dtype"}, {"FLOAT8E8M0", "24"}}, "Q output_dtype E8M0");
+  q_rejects(a, X23(), S1(), nullptr, {{"QuantizeLinear-25"}, {"output_dtype"}, {"FLOAT8E8M0", "24"}},
+            "Q output_dtype E8M0");
   a.output_dtype = 99;
   q_rejects(a, X23(), S1(), nullptr, {{"QuantizeLinear-25"}, {"output_dtype"}, {"99"}}, "Q output_dtype 99");
 }
@@ -258,7 +263,8 @@ TEST(QAttributes, PrecisionNotFloat) {
     auto a = qa(25);
     a.precision = static_cast<int64_t>(p);
     const std::string name = qdq::data_type_name(p);
-    q_rejects(a, X23(), S1(), nullptr, {{"QuantizeLinear-25"}, {"precision"}, {name, std::to_string(static_cast<int>(p))}},
+    q_rejects(a, X23(), S1(), nullptr,
+              {{"QuantizeLinear-25"}, {"precision"}, {name, std::to_string(static_cast<int>(p))}},
               "Q precision " + name);
   }
   auto a = qa(25);
@@ -307,8 +313,8 @@ TEST(Shapes, AxisOutOfRange) {
   a.block_size = 2;
   q_rejects(a, X23(), f32({2, 2}, {1, 1, 1, 1}), nullptr, {{"QuantizeLinear-25"}, {"axis"}, {"7"}}, "Q blocked axis 7");
   // Rank-1 x with a per-axis scale and the default axis 1.
-  dq_rejects(dqa(25), from_ints(DataType::kUint8, {3}, {1, 2, 3}), s3, nullptr, {{"DequantizeLinear-25"}, {"axis"}, {"1"}},
-             "DQ rank-1 x, default axis");
+  dq_rejects(dqa(25), from_ints(DataType::kUint8, {3}, {1, 2, 3}), s3, nullptr,
+             {{"DequantizeLinear-25"}, {"axis"}, {"1"}}, "DQ rank-1 x, default axis");
 }
 
 // policy.md: a scale with one element (rank 0 or 1) is per-tensor whatever `axis` is; axis is not
@@ -320,7 +326,8 @@ TEST(Shapes, AxisIgnoredForOneElementScale) {
       auto a = qa(opset);
       a.axis = axis;
       EXPECT_NO_THROW(qdq::quantize_linear_output(a, X23().view(), S1().view(), nullptr)) << opset << " " << axis;
-      EXPECT_NO_THROW(qdq::quantize_linear_output(a, X23().view(), f32({1}, {2}).view(), nullptr)) << opset << " " << axis;
+      EXPECT_NO_THROW(qdq::quantize_linear_output(a, X23().view(), f32({1}, {2}).view(), nullptr))
+          << opset << " " << axis;
       auto d = dqa(opset);
       d.axis = axis;
       EXPECT_NO_THROW(qdq::dequantize_linear_output(d, from_ints(DataType::kUint8, {2, 3}, {1, 2, 3, 4, 5, 6}).view(),
@@ -332,7 +339,8 @@ TEST(Shapes, AxisIgnoredForOneElementScale) {
 
 TEST(Shapes, PerAxisLengthMismatch) {
   const Tensor s4 = f32({4}, {1, 2, 3, 4});
-  q_rejects(qa(25), X23(), s4, nullptr, {{"QuantizeLinear-25"}, {"y_scale"}, {"[4]"}, {"3"}}, "Q per-axis length 4 vs 3");
+  q_rejects(qa(25), X23(), s4, nullptr, {{"QuantizeLinear-25"}, {"y_scale"}, {"[4]"}, {"3"}},
+            "Q per-axis length 4 vs 3");
   dq_rejects(dqa(13), from_ints(DataType::kUint8, {2, 3}, {1, 2, 3, 4, 5, 6}), s4, nullptr,
              {{"DequantizeLinear-13"}, {"x_scale"}, {"[4]"}, {"3"}}, "DQ per-axis length 4 vs 3");
   // A length-L scale on an axis of length 1 is an error too (no NumPy broadcasting).
@@ -349,12 +357,14 @@ TEST(Shapes, Rank2ScaleWithoutBlockSize) {
   // One element of rank 2 is per-tensor only as a blocked scale.
   q_rejects(qa(25), x24, f32({1, 1}, {1}), nullptr, {{"QuantizeLinear-25"}, {"y_scale"}, {"[1,1]"}},
             "Q [1,1] scale without block_size");
-  dq_rejects(dqa(25), from_ints(DataType::kUint8, {2, 4}, {1, 2, 3, 4, 5, 6, 7, 8}), f32({2, 4}, {1, 1, 1, 1, 1, 1, 1, 1}),
-             nullptr, {{"DequantizeLinear-25"}, {"x_scale"}, {"[2,4]"}, {"block_size"}}, "DQ rank-2 scale without block_size");
+  dq_rejects(dqa(25), from_ints(DataType::kUint8, {2, 4}, {1, 2, 3, 4, 5, 6, 7, 8}),
+             f32({2, 4}, {1, 1, 1, 1, 1, 1, 1, 1}), nullptr,
+             {{"DequantizeLinear-25"}, {"x_scale"}, {"[2,4]"}, {"block_size"}}, "DQ rank-2 scale without block_size");
 }
 
 TEST(Shapes, Rank2ScaleBeforeOpset21) {
-  q_rejects(qa(19), X23(), f32({1, 1}, {1}), nullptr, {{"QuantizeLinear-19"}, {"y_scale"}, {"[1,1]"}}, "Q [1,1] scale at 19");
+  q_rejects(qa(19), X23(), f32({1, 1}, {1}), nullptr, {{"QuantizeLinear-19"}, {"y_scale"}, {"[1,1]"}},
+            "Q [1,1] scale at 19");
   dq_rejects(dqa(13), from_ints(DataType::kUint8, {2, 3}, {1, 2, 3, 4, 5, 6}), f32({2, 3}, {1, 1, 1, 1, 1, 1}), nullptr,
              {{"DequantizeLinear-13"}, {"x_scale"}, {"[2,3]"}}, "DQ [2,3] scale at 13");
 }
@@ -390,8 +400,8 @@ TEST(Shapes, BlockedScaleDimMismatch) {
   a.axis = 1;
   a.block_size = 2;
   const Tensor x24 = f32({2, 4}, {1, 2, 3, 4, 5, 6, 7, 8});
-  q_rejects(a, x24, f32({3, 2}, {1, 1, 1, 1, 1, 1}), nullptr, {{"QuantizeLinear-25"}, {"y_scale"}, {"[3,2]"}, {"[2,2]"}},
-            "Q blocked scale [3,2] for x [2,4]");
+  q_rejects(a, x24, f32({3, 2}, {1, 1, 1, 1, 1, 1}), nullptr,
+            {{"QuantizeLinear-25"}, {"y_scale"}, {"[3,2]"}, {"[2,2]"}}, "Q blocked scale [3,2] for x [2,4]");
 }
 
 TEST(Shapes, BlockCountMismatch) {
@@ -402,12 +412,13 @@ TEST(Shapes, BlockCountMismatch) {
   // S must be ceil(5/2) = 3.
   q_rejects(a, x25, f32({2, 2}, {1, 1, 1, 1}), nullptr, {{"QuantizeLinear-25"}, {"y_scale"}, {"[2,2]"}, {"[2,3]"}},
             "Q blocked S=2, D=5, B=2");
-  q_rejects(a, x25, f32({2, 4}, {1, 1, 1, 1, 1, 1, 1, 1}), nullptr, {{"QuantizeLinear-25"}, {"y_scale"}, {"[2,4]"}, {"[2,3]"}},
+  q_rejects(a, x25, f32({2, 4}, {1, 1, 1, 1, 1, 1, 1, 1}), nullptr,
+            {{"QuantizeLinear-25"}, {"y_scale"}, {"[2,4]"}, {"[2,3]"}},
             "Q blocked S=4, D=5, B=2 (trailing scales unused)");
   // B = 4 needs S = 2; a scale with S = 3 is accepted by the reference but not by qdq.
   a.block_size = 4;
-  q_rejects(a, x25, f32({2, 3}, {1, 1, 1, 1, 1, 1}), nullptr, {{"QuantizeLinear-25"}, {"y_scale"}, {"[2,3]"}, {"[2,2]"}},
-            "Q blocked S=3, D=5, B=4");
+  q_rejects(a, x25, f32({2, 3}, {1, 1, 1, 1, 1, 1}), nullptr,
+            {{"QuantizeLinear-25"}, {"y_scale"}, {"[2,3]"}, {"[2,2]"}}, "Q blocked S=3, D=5, B=4");
   auto d = dqa(25);
   d.axis = 0;
   d.block_size = 3;
@@ -427,7 +438,8 @@ TEST(Shapes, ZeroPointShapeMismatch) {
   q_rejects(qa(25), X23(), S1(), &zp2, {{"QuantizeLinear-25"}, {"y_zero_point"}, {"[2]"}, {"[]"}},
             "Q scalar scale, zero point [2]");
   dq_rejects(dqa(25), from_ints(DataType::kUint8, {2, 3}, {1, 2, 3, 4, 5, 6}), s3, &zp0,
-             {{"DequantizeLinear-25"}, {"x_zero_point"}, {"x_scale"}, {"[]"}, {"[3]"}}, "DQ per-axis scale, scalar zero point");
+             {{"DequantizeLinear-25"}, {"x_zero_point"}, {"x_scale"}, {"[]"}, {"[3]"}},
+             "DQ per-axis scale, scalar zero point");
   // One-element pairs of rank 0 / 1 match each other.
   const Tensor zp1 = from_ints(DataType::kUint8, {1}, {1});
   const auto z1 = zp1.view();
@@ -450,8 +462,8 @@ TEST(Shapes, NegativeDimension) {
   const Shape bad{2, -3};
   const std::vector<uint8_t> bytes(24, 0);
   const qdq::TensorView x{DataType::kFloat, bad, bytes.data(), bytes.size()};
-  expect_error([&] { qdq::quantize_linear_output(qa(25), x, S1().view(), nullptr); }, {{"QuantizeLinear-25"}, {"x"}, {"-3"}},
-               "Q negative dimension");
+  expect_error([&] { qdq::quantize_linear_output(qa(25), x, S1().view(), nullptr); },
+               {{"QuantizeLinear-25"}, {"x"}, {"-3"}}, "Q negative dimension");
 }
 
 // =============================================================================================
@@ -464,10 +476,11 @@ TEST(DQTypes, XTypeNotAllowed) {
     DataType type;
     const char* op;
   };
-  const Case cases[] = {{19, DataType::kInt16, "DequantizeLinear-19"},    {19, DataType::kInt4, "DequantizeLinear-19"},
-                        {13, DataType::kFloat8E4M3FN, "DequantizeLinear-13"}, {21, DataType::kFloat4E2M1, "DequantizeLinear-21"},
-                        {24, DataType::kInt2, "DequantizeLinear-24"},     {24, DataType::kUint2, "DequantizeLinear-24"},
-                        {10, DataType::kUint16, "DequantizeLinear-10"}};
+  const Case cases[] = {
+      {19, DataType::kInt16, "DequantizeLinear-19"},        {19, DataType::kInt4, "DequantizeLinear-19"},
+      {13, DataType::kFloat8E4M3FN, "DequantizeLinear-13"}, {21, DataType::kFloat4E2M1, "DequantizeLinear-21"},
+      {24, DataType::kInt2, "DequantizeLinear-24"},         {24, DataType::kUint2, "DequantizeLinear-24"},
+      {10, DataType::kUint16, "DequantizeLinear-10"}};
   for (const Case& c : cases) {
     const std::string name = qdq::data_type_name(c.type);
     dq_rejects(dqa(c.opset), from_codes(c.type, {2}, {0, 1}), S1(), nullptr, {{c.op}, {"x"}, {name}},
@@ -479,14 +492,15 @@ TEST(DQTypes, ScaleTypeNotAllowed) {
   const Tensor x = from_ints(DataType::kUint8, {2}, {1, 2});
   dq_rejects(dqa(13), x, from_codes(DataType::kFloat16, {}, {0x3C00}), nullptr,
              {{"DequantizeLinear-13"}, {"x_scale"}, {"FLOAT16"}}, "DQ FLOAT16 scale at 13");
-  dq_rejects(dqa(25), x, from_ints(DataType::kInt32, {}, {2}), nullptr, {{"DequantizeLinear-25"}, {"x_scale"}, {"INT32"}},
-             "DQ INT32 scale");
+  dq_rejects(dqa(25), x, from_ints(DataType::kInt32, {}, {2}), nullptr,
+             {{"DequantizeLinear-25"}, {"x_scale"}, {"INT32"}}, "DQ INT32 scale");
   auto d = dqa(23);
   d.output_dtype = static_cast<int64_t>(DataType::kFloat);
   dq_rejects(d, x, from_codes(DataType::kFloat8E8M0, {}, {0x7F}), nullptr,
              {{"DequantizeLinear-23"}, {"x_scale"}, {"FLOAT8E8M0"}}, "DQ e8m0 scale at 23");
   d.opset = 24;
-  EXPECT_NO_THROW(qdq::dequantize_linear_output(d, x.view(), from_codes(DataType::kFloat8E8M0, {}, {0x7F}).view(), nullptr));
+  EXPECT_NO_THROW(
+      qdq::dequantize_linear_output(d, x.view(), from_codes(DataType::kFloat8E8M0, {}, {0x7F}).view(), nullptr));
 }
 
 TEST(DQAttributes, NotDefinedAtVersion) {
@@ -519,7 +533,8 @@ TEST(DQAttributes, OutputDtypeNotFloat) {
     auto d = dqa(25);
     d.output_dtype = static_cast<int64_t>(t);
     const std::string name = qdq::data_type_name(t);
-    dq_rejects(d, x, S1(), nullptr, {{"DequantizeLinear-25"}, {"output_dtype"}, {name, std::to_string(static_cast<int>(t))}},
+    dq_rejects(d, x, S1(), nullptr,
+               {{"DequantizeLinear-25"}, {"output_dtype"}, {name, std::to_string(static_cast<int>(t))}},
                "DQ output_dtype " + name);
   }
 }
@@ -538,10 +553,12 @@ TEST(DQAttributes, E8M0ScaleNeedsOutputDtype) {
 TEST(DQZeroPoint, IntegerTypeMismatch) {
   const Tensor x = from_ints(DataType::kInt8, {2}, {1, 2});
   const Tensor zp = from_ints(DataType::kUint8, {}, {1});
-  dq_rejects(dqa(25), x, S1(), &zp, {{"DequantizeLinear-25"}, {"x_zero_point"}, {"UINT8"}, {"INT8"}}, "DQ INT8 x, UINT8 zp");
+  dq_rejects(dqa(25), x, S1(), &zp, {{"DequantizeLinear-25"}, {"x_zero_point"}, {"UINT8"}, {"INT8"}},
+             "DQ INT8 x, UINT8 zp");
   const Tensor x4 = from_ints(DataType::kInt4, {2}, {1, 2});
   const Tensor zp2 = from_ints(DataType::kInt2, {}, {1});
-  dq_rejects(dqa(25), x4, S1(), &zp2, {{"DequantizeLinear-25"}, {"x_zero_point"}, {"INT2"}, {"INT4"}}, "DQ INT4 x, INT2 zp");
+  dq_rejects(dqa(25), x4, S1(), &zp2, {{"DequantizeLinear-25"}, {"x_zero_point"}, {"INT2"}, {"INT4"}},
+             "DQ INT4 x, INT2 zp");
 }
 
 TEST(DQZeroPoint, Float8NotZero) {
@@ -550,16 +567,21 @@ TEST(DQZeroPoint, Float8NotZero) {
     uint64_t code;
     const char* what;
   };
-  const Case cases[] = {{DataType::kFloat8E4M3FN, 0x7F, "E4M3FN NaN"},    {DataType::kFloat8E4M3FN, 0x30, "E4M3FN 0.5"},
-                        {DataType::kFloat8E4M3FN, 0x38, "E4M3FN 1.0"},    {DataType::kFloat8E4M3FN, 0xB8, "E4M3FN -1.0"},
+  const Case cases[] = {{DataType::kFloat8E4M3FN, 0x7F, "E4M3FN NaN"},
+                        {DataType::kFloat8E4M3FN, 0x30, "E4M3FN 0.5"},
+                        {DataType::kFloat8E4M3FN, 0x38, "E4M3FN 1.0"},
+                        {DataType::kFloat8E4M3FN, 0xB8, "E4M3FN -1.0"},
                         {DataType::kFloat8E4M3FN, 0x01, "E4M3FN min subnormal"},
-                        {DataType::kFloat8E5M2, 0x7E, "E5M2 NaN"},        {DataType::kFloat8E5M2, 0x7C, "E5M2 inf"},
-                        {DataType::kFloat8E4M3FNUZ, 0x80, "E4M3FNUZ NaN"}, {DataType::kFloat8E5M2FNUZ, 0x80, "E5M2FNUZ NaN"},
+                        {DataType::kFloat8E5M2, 0x7E, "E5M2 NaN"},
+                        {DataType::kFloat8E5M2, 0x7C, "E5M2 inf"},
+                        {DataType::kFloat8E4M3FNUZ, 0x80, "E4M3FNUZ NaN"},
+                        {DataType::kFloat8E5M2FNUZ, 0x80, "E5M2FNUZ NaN"},
                         {DataType::kFloat8E5M2FNUZ, 0x3C, "E5M2FNUZ 0.5"}};
   for (const Case& c : cases) {
     const Tensor x = from_codes(c.type, {2}, {0x01, 0x02});
     const Tensor zp = from_codes(c.type, {}, {c.code});
-    dq_rejects(dqa(25), x, S1(), &zp, {{"DequantizeLinear-25"}, {"x_zero_point"}, {"zero"}}, std::string("DQ zp ") + c.what);
+    dq_rejects(dqa(25), x, S1(), &zp, {{"DequantizeLinear-25"}, {"x_zero_point"}, {"zero"}},
+               std::string("DQ zp ") + c.what);
   }
   // A per-axis zero point with one bad element (the last).
   const Tensor x = from_codes(DataType::kFloat8E4M3FN, {2, 3}, {1, 2, 3, 4, 5, 6});
@@ -602,25 +624,28 @@ TEST(Buffers, InputByteSizeMismatch) {
   {
     Tensor zp = from_ints(DataType::kUint8, {}, {0});
     zp.bytes.resize(2);
-    q_rejects(qa(25), X23(), S1(), &zp, {{"QuantizeLinear-25"}, {"y_zero_point"}, {"1"}, {"2"}}, "Q zero point 2 bytes");
+    q_rejects(qa(25), X23(), S1(), &zp, {{"QuantizeLinear-25"}, {"y_zero_point"}, {"1"}, {"2"}},
+              "Q zero point 2 bytes");
   }
   {
     // Packed: 5 INT4 elements need 3 bytes.
     Tensor x = from_ints(DataType::kInt4, {5}, {1, 2, 3, 4, 5});
     x.bytes.resize(5);
-    dq_rejects(dqa(25), x, S1(), nullptr, {{"DequantizeLinear-25"}, {"x"}, {"3"}, {"5"}}, "DQ INT4 x 5 bytes for 5 elements");
+    dq_rejects(dqa(25), x, S1(), nullptr, {{"DequantizeLinear-25"}, {"x"}, {"3"}, {"5"}},
+               "DQ INT4 x 5 bytes for 5 elements");
   }
   {
     Tensor x = from_ints(DataType::kUint2, {5}, {1, 2, 3, 0, 1});
     x.bytes.resize(1);
-    dq_rejects(dqa(25), x, S1(), nullptr, {{"DequantizeLinear-25"}, {"x"}, {"2"}, {"1"}}, "DQ UINT2 x 1 byte for 5 elements");
+    dq_rejects(dqa(25), x, S1(), nullptr, {{"DequantizeLinear-25"}, {"x"}, {"2"}, {"1"}},
+               "DQ UINT2 x 1 byte for 5 elements");
   }
 }
 
 TEST(Buffers, NullData) {
   const qdq::TensorView x{DataType::kFloat, X23().shape, nullptr, 24};
-  expect_error([&] { qdq::quantize_linear_output(qa(25), x, S1().view(), nullptr); }, {{"QuantizeLinear-25"}, {"x"}, {"null"}},
-               "Q null x");
+  expect_error([&] { qdq::quantize_linear_output(qa(25), x, S1().view(), nullptr); },
+               {{"QuantizeLinear-25"}, {"x"}, {"null"}}, "Q null x");
   Tensor y = output(DataType::kUint8, {2, 3});
   const qdq::MutableTensorView ny{DataType::kUint8, y.shape, nullptr, 6};
   expect_error([&] { qdq::quantize_linear(qa(25), X23().view(), S1().view(), nullptr, ny); },
@@ -678,21 +703,21 @@ TEST(Dynamic, InvalidInputs) {
   {
     const Tensor x = f32({0, 3}, {});
     Tensor y = output(DataType::kUint8, {0, 3});
-    expect_error([&] { qdq::dynamic_quantize_linear(x.view(), y.mut()); }, {{"DynamicQuantizeLinear"}, {"x"}, {"empty"}},
-                 "Dynamic empty x");
+    expect_error([&] { qdq::dynamic_quantize_linear(x.view(), y.mut()); },
+                 {{"DynamicQuantizeLinear"}, {"x"}, {"empty"}}, "Dynamic empty x");
   }
   {
     const Tensor x = from_codes(DataType::kFloat16, {2}, {0x3C00, 0x4000});
     Tensor y = output(DataType::kUint8, {2}, 0x11);
-    expect_error([&] { qdq::dynamic_quantize_linear(x.view(), y.mut()); }, {{"DynamicQuantizeLinear"}, {"x"}, {"FLOAT16"}},
-                 "Dynamic FLOAT16 x");
+    expect_error([&] { qdq::dynamic_quantize_linear(x.view(), y.mut()); },
+                 {{"DynamicQuantizeLinear"}, {"x"}, {"FLOAT16"}}, "Dynamic FLOAT16 x");
     EXPECT_EQ(y.bytes, std::vector<uint8_t>(2, 0x11));
   }
   {
     const Tensor x = from_ints(DataType::kInt32, {2}, {1, 2});
     Tensor y = output(DataType::kUint8, {2});
-    expect_error([&] { qdq::dynamic_quantize_linear(x.view(), y.mut()); }, {{"DynamicQuantizeLinear"}, {"x"}, {"INT32"}},
-                 "Dynamic INT32 x");
+    expect_error([&] { qdq::dynamic_quantize_linear(x.view(), y.mut()); },
+                 {{"DynamicQuantizeLinear"}, {"x"}, {"INT32"}}, "Dynamic INT32 x");
   }
   {
     const Tensor x = f32({2}, {1, 2});
@@ -701,16 +726,16 @@ TEST(Dynamic, InvalidInputs) {
                  "Dynamic INT8 y");
     EXPECT_EQ(y.bytes, std::vector<uint8_t>(2, 0x11));
     Tensor y3 = output(DataType::kUint8, {3}, 0x11);
-    expect_error([&] { qdq::dynamic_quantize_linear(x.view(), y3.mut()); }, {{"DynamicQuantizeLinear"}, {"y"}, {"[3]"}, {"[2]"}},
-                 "Dynamic y shape [3] for [2]");
+    expect_error([&] { qdq::dynamic_quantize_linear(x.view(), y3.mut()); },
+                 {{"DynamicQuantizeLinear"}, {"y"}, {"[3]"}, {"[2]"}}, "Dynamic y shape [3] for [2]");
     EXPECT_EQ(y3.bytes, std::vector<uint8_t>(3, 0x11));
   }
   {
     Tensor x = f32({2}, {1, 2});
     x.bytes.resize(4);
     Tensor y = output(DataType::kUint8, {2});
-    expect_error([&] { qdq::dynamic_quantize_linear(x.view(), y.mut()); }, {{"DynamicQuantizeLinear"}, {"x"}, {"8"}, {"4"}},
-                 "Dynamic x 4 bytes for 2 floats");
+    expect_error([&] { qdq::dynamic_quantize_linear(x.view(), y.mut()); },
+                 {{"DynamicQuantizeLinear"}, {"x"}, {"8"}, {"4"}}, "Dynamic x 4 bytes for 2 floats");
   }
 }
 
@@ -721,13 +746,22 @@ TEST(Dynamic, InvalidBuffers) {
   const int64_t huge[1] = {(int64_t{1} << 62) + 1};  // 4·(2^62 + 1) wraps to 4 in 64 bits
   float x = 1.0f;
   std::vector<uint8_t> y(8, 0x33);
-  expect_error([&] { qdq::dynamic_quantize_linear({DataType::kFloat, huge, &x, 4}, {DataType::kUint8, huge, y.data(), y.size()}); },
-               {{"DynamicQuantizeLinear"}, {"x"}, {"overflow", "bytes"}}, "Dynamic x bytes overflow");
+  expect_error(
+      [&] {
+        qdq::dynamic_quantize_linear({DataType::kFloat, huge, &x, 4}, {DataType::kUint8, huge, y.data(), y.size()});
+      },
+      {{"DynamicQuantizeLinear"}, {"x"}, {"overflow", "bytes"}}, "Dynamic x bytes overflow");
   const int64_t two[1] = {2};
-  expect_error([&] { qdq::dynamic_quantize_linear({DataType::kFloat, two, &x, 4}, {DataType::kUint8, two, y.data(), 2}); },
-               {{"DynamicQuantizeLinear"}, {"x"}, {"8"}, {"4"}}, "Dynamic x buffer too small");
-  expect_error([&] { qdq::dynamic_quantize_linear({DataType::kFloat, two, nullptr, 8}, {DataType::kUint8, two, y.data(), 2}); },
-               {{"DynamicQuantizeLinear"}, {"x"}, {"null"}}, "Dynamic null x");
+  expect_error(
+      [&] {
+        qdq::dynamic_quantize_linear({DataType::kFloat, two, &x, 4}, {DataType::kUint8, two, y.data(), 2});
+      },
+      {{"DynamicQuantizeLinear"}, {"x"}, {"8"}, {"4"}}, "Dynamic x buffer too small");
+  expect_error(
+      [&] {
+        qdq::dynamic_quantize_linear({DataType::kFloat, two, nullptr, 8}, {DataType::kUint8, two, y.data(), 2});
+      },
+      {{"DynamicQuantizeLinear"}, {"x"}, {"null"}}, "Dynamic null x");
   EXPECT_EQ(y, std::vector<uint8_t>(8, 0x33));
 }
 
@@ -738,8 +772,8 @@ TEST(Shapes, CountOrBytesOverflow) {
   const TensorView scale{DataType::kFloat, {}, &storage, 4};
   for (const auto& shape : {std::span<const int64_t>(too_many), std::span<const int64_t>(too_big)}) {
     const TensorView x{DataType::kFloat, shape, &storage, 4};
-    expect_error([&] { qdq::quantize_linear_output(qa(25), x, scale, nullptr); }, {{"QuantizeLinear-25"}, {"x"}, {"2^6"}},
-                 "Q " + qdq::shape_to_string(shape));
+    expect_error([&] { qdq::quantize_linear_output(qa(25), x, scale, nullptr); },
+                 {{"QuantizeLinear-25"}, {"x"}, {"2^6"}}, "Q " + qdq::shape_to_string(shape));
     const TensorView xq{DataType::kUint8, shape, &storage, 4};
     expect_error([&] { qdq::dequantize_linear_output(dqa(25), xq, scale, nullptr); },
                  {{"DequantizeLinear-25"}, {"x"}, {"2^63", "bytes"}}, "DQ " + qdq::shape_to_string(shape));
@@ -754,7 +788,8 @@ TEST(QAttributes, TypeNumbersOutOfRange) {
               "Q output_dtype " + std::to_string(bad));
     auto p = qa(25);
     p.precision = bad == 27 ? (int64_t{1} << 32) + 1 : bad;
-    q_rejects(p, X23(), S1(), nullptr, {{"QuantizeLinear-25"}, {"precision"}}, "Q precision " + std::to_string(*p.precision));
+    q_rejects(p, X23(), S1(), nullptr, {{"QuantizeLinear-25"}, {"precision"}},
+              "Q precision " + std::to_string(*p.precision));
     auto d = dqa(25);
     d.output_dtype = bad == 27 ? (int64_t{1} << 32) + 10 : bad;
     dq_rejects(d, from_ints(DataType::kUint8, {2}, {1, 2}), S1(), nullptr, {{"DequantizeLinear-25"}, {"output_dtype"}},

@@ -2,8 +2,9 @@
 // [--compare-one-thread] [--load N]`: time the QuantizeLinear/DequantizeLinear kernels on qdq's
 // benchmark cases (bench/bench_core.hpp), each next to the machine's limits measured in the same run:
 // a streaming loop over the same bytes (the better of normal and non-temporal stores) and, in cache,
-// a ceiling loop (inexact multiply-by-reciprocal quantize, convert + fma dequantize). Threads come from the global --threads option (default here: 1); --force-scalar
-// times the scalar reference kernels; --load N keeps N busy threads running beside it throughout.
+// a ceiling loop (inexact multiply-by-reciprocal quantize, convert + fma dequantize). Threads come from the global
+// --threads option (default here: 1); --force-scalar times the scalar reference kernels; --load N keeps N busy threads
+// running beside it throughout.
 #include <memory>
 #include <string>
 
@@ -23,16 +24,19 @@ Command register_bench(CLI::App& app, const GlobalOptions& globals) {
     int load = 0;
   };
   auto args = std::make_shared<Arguments>();
-  CLI::App* sub = app.add_subcommand("bench", "Measure kernel throughput against same-run streaming and in-cache ceiling references");
+  CLI::App* sub = app.add_subcommand(
+      "bench", "Measure kernel throughput against same-run streaming and in-cache ceiling references");
   sub->add_flag("--json", args->json, "Print the results as a JSON array");
   sub->add_option("--size", args->size, "Elements per case (default 67108864; e.g. 16384 for in-cache)")
       ->check(CLI::Range(int64_t{1024}, int64_t{1} << 40));
   sub->add_option("--filter", args->filter, "Only cases whose name contains TEXT (e.g. 'quantize/float32->uint8')");
-  sub->add_option("--repeats", args->repeats, "Timed samples per measurement; the median is reported")->check(CLI::Range(1, 1000));
+  sub->add_option("--repeats", args->repeats, "Timed samples per measurement; the median is reported")
+      ->check(CLI::Range(1, 1000));
   sub->add_flag("--compare-scalar", args->compare_scalar, "Also time the scalar reference kernels (extra rows)");
   sub->add_flag("--compare-one-thread", args->compare_one_thread,
                 "Also time each case on one thread, interleaved with the --threads samples (extra columns)");
-  sub->add_option("--load", args->load, "Run N busy threads beside the benchmark for its whole duration (a loaded machine)")
+  sub->add_option("--load", args->load,
+                  "Run N busy threads beside the benchmark for its whole duration (a loaded machine)")
       ->check(CLI::Range(0, 64));
   Command command;
   command.app = sub;

@@ -92,12 +92,12 @@ int run(const ConvertArguments& args) {
 
 Command register_convert(CLI::App& app, const GlobalOptions& /*globals*/) {
   auto args = std::make_shared<ConvertArguments>();
-  CLI::App* sub = app.add_subcommand(
-      "convert", "Raise an ONNX model's ai.onnx opset, rewriting every node whose operator changed so that the "
-                 "model computes exactly the same; refuse (writing nothing) when a node cannot be converted");
+  CLI::App* sub =
+      app.add_subcommand("convert",
+                         "Raise an ONNX model's ai.onnx opset, rewriting every node whose operator changed so that the "
+                         "model computes exactly the same; refuse (writing nothing) when a node cannot be converted");
   sub->add_option("model", args->input, "The ONNX model (.onnx)")->required()->type_name("IN.onnx");
-  sub->add_option("-o,--output", args->output, "Where to write the converted model")->required()->type_name(
-      "OUT.onnx");
+  sub->add_option("-o,--output", args->output, "Where to write the converted model")->required()->type_name("OUT.onnx");
   sub->add_option("--opset", args->opset, "The ai.onnx opset to convert to")
       ->required()
       ->check(CLI::Range(int64_t{1}, int64_t{1000}))

@@ -247,8 +247,9 @@ void install_model_write_cleanup() {
 Command register_quantize(CLI::App& app, const GlobalOptions& globals) {
   auto args = std::make_shared<QuantizeArguments>();
   CLI::App* sub = app.add_subcommand(
-      "quantize", "Quantize a model's float weights (MatMul, Gemm, Conv, ConvTranspose, LSTM/GRU/RNN, Gather) into "
-                  "a weight-only QDQ model");
+      "quantize",
+      "Quantize a model's float weights (MatMul, Gemm, Conv, ConvTranspose, LSTM/GRU/RNN, Gather) into "
+      "a weight-only QDQ model");
   sub->add_option("input", args->input, "The float model (.onnx; external data next to it)")->type_name("IN.onnx");
   sub->add_option("-o,--output", args->output, "The quantized model to write")->type_name("OUT.onnx");
   sub->add_option("--format", args->format, "int8, uint8, int4, uint4, float8e4m3fn, mxfp8 or mxfp4")

@@ -36,8 +36,7 @@ int run(const RunArguments& args, const GlobalOptions& globals) {
   }
   onnx::write_tensor_files(files);
   for (const auto& [path, tensor] : files) {
-    print_line(path + ": " + tensor->name + " " + data_type_name(tensor->type) + " " +
-               shape_to_string(tensor->shape));
+    print_line(path + ": " + tensor->name + " " + data_type_name(tensor->type) + " " + shape_to_string(tensor->shape));
   }
   return 0;
 }
@@ -46,12 +45,12 @@ int run(const RunArguments& args, const GlobalOptions& globals) {
 
 Command register_run(CLI::App& app, const GlobalOptions& globals) {
   auto args = std::make_shared<RunArguments>();
-  CLI::App* sub = app.add_subcommand(
-      "run", "Evaluate an ONNX model of QuantizeLinear/DequantizeLinear/DynamicQuantizeLinear nodes on "
-             "TensorProto files and write output_K.pb for each graph output");
+  CLI::App* sub =
+      app.add_subcommand("run",
+                         "Evaluate an ONNX model of QuantizeLinear/DequantizeLinear/DynamicQuantizeLinear nodes on "
+                         "TensorProto files and write output_K.pb for each graph output");
   sub->add_option("model", args->model, "The ONNX model (.onnx)")->required()->type_name("MODEL");
-  sub->add_option("inputs", args->inputs,
-                  "Serialized TensorProto files, bound to the graph inputs in order")
+  sub->add_option("inputs", args->inputs, "Serialized TensorProto files, bound to the graph inputs in order")
       ->type_name("INPUT.pb");
   sub->add_option("-o,--output-dir", args->output_dir,
                   "Folder for output_K.pb (created if missing; default: the current folder)")

@@ -99,11 +99,11 @@ std::vector<NodeTest> collect_tests(const std::vector<std::string>& paths) {
 }
 
 // One data set: std::nullopt if it passes, else why not.
-std::optional<std::string> run_data_set(const onnx::Model& model, const fs::path& data_set,
-                                        const std::string& name, const TestArguments& args,
-                                        const GlobalOptions& globals) {
+std::optional<std::string> run_data_set(const onnx::Model& model, const fs::path& data_set, const std::string& name,
+                                        const TestArguments& args, const GlobalOptions& globals) {
   std::vector<onnx::Tensor> inputs;
-  for (const fs::path& file : numbered_files(data_set, "input")) inputs.push_back(onnx::read_tensor_file(file.string()));
+  for (const fs::path& file : numbered_files(data_set, "input"))
+    inputs.push_back(onnx::read_tensor_file(file.string()));
   std::vector<onnx::Tensor> expected;
   for (const fs::path& file : numbered_files(data_set, "output")) {
     expected.push_back(onnx::read_tensor_file(file.string()));
@@ -182,14 +182,14 @@ int run(const TestArguments& args, const GlobalOptions& globals) {
 
 Command register_test(CLI::App& app, const GlobalOptions& globals) {
   auto args = std::make_shared<TestArguments>();
-  CLI::App* sub = app.add_subcommand(
-      "test", "Run ONNX backend node tests (model.onnx + test_data_set_N/) and compare every output "
-              "bit-exactly (any NaN equals any NaN of the same type)");
+  CLI::App* sub =
+      app.add_subcommand("test",
+                         "Run ONNX backend node tests (model.onnx + test_data_set_N/) and compare every output "
+                         "bit-exactly (any NaN equals any NaN of the same type)");
   sub->add_option("paths", args->paths, "A node-test folder, or a folder of node-test folders")
       ->required()
       ->type_name("PATH");
-  sub->add_option("--dump-outputs", args->dump_dir,
-                  "Also write the computed outputs to DIR/<test name>/output_K.pb")
+  sub->add_option("--dump-outputs", args->dump_dir, "Also write the computed outputs to DIR/<test name>/output_K.pb")
       ->type_name("DIR");
   return Command{sub, [args, &globals] { return run(*args, globals); }};
 }

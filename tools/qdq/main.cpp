@@ -57,8 +57,8 @@ int run_main(int argc, char** argv) {
                  "Threads per operator call (0 = QDQ_NUM_THREADS or all hardware threads)")
       ->check(CLI::Validator(
           [](std::string& value) -> std::string {
-            const bool digits = !value.empty() && value.size() <= 6 &&
-                                value.find_first_not_of("0123456789") == std::string::npos;
+            const bool digits =
+                !value.empty() && value.size() <= 6 && value.find_first_not_of("0123456789") == std::string::npos;
             return digits ? std::string() : "'" + value + "' is not a thread count (0 to 999999)";
           },
           ""))
@@ -66,12 +66,12 @@ int run_main(int argc, char** argv) {
   app.add_flag("--force-scalar", globals.force_scalar, "Use the scalar reference kernels only");
 
   const std::vector<Command> commands = {
-      register_run(app, globals),
-      register_test(app, globals),
-      register_quantize(app, globals),
-      register_convert(app, globals),
+    register_run(app, globals),
+    register_test(app, globals),
+    register_quantize(app, globals),
+    register_convert(app, globals),
 #if defined(QDQ_CLI_HAVE_BENCH)
-      register_bench(app, globals),
+    register_bench(app, globals),
 #endif
   };
 

@@ -18,11 +18,11 @@
 // own CPU detection (targets.cc) instead of Highway's runtime (libhwy), so the library needs only
 // Highway's headers.
 #if HWY_ARCH_X86
-#define QDQ_SIMD_CHOOSE(TARGET, FUNC)                      \
-  ((TARGET) == HWY_AVX3        ? HWY_CHOOSE_AVX3(FUNC)      \
-   : (TARGET) == HWY_AVX2        ? HWY_CHOOSE_AVX2(FUNC)      \
-   : (TARGET) == HWY_SSE4        ? HWY_CHOOSE_SSE4(FUNC)      \
-                                 : nullptr)
+#define QDQ_SIMD_CHOOSE(TARGET, FUNC)             \
+  ((TARGET) == HWY_AVX3   ? HWY_CHOOSE_AVX3(FUNC) \
+   : (TARGET) == HWY_AVX2 ? HWY_CHOOSE_AVX2(FUNC) \
+   : (TARGET) == HWY_SSE4 ? HWY_CHOOSE_SSE4(FUNC) \
+                          : nullptr)
 #else
 #define QDQ_SIMD_CHOOSE(TARGET, FUNC) ((TARGET) == HWY_STATIC_TARGET ? &HWY_STATIC_DISPATCH(FUNC) : nullptr)
 #endif

@@ -68,7 +68,8 @@ HWY_INLINE VU EncodeNarrow(VF v, bool saturate) {
   } else if constexpr (F::kSpecials == SpecialValues::kIeee) {
     // Overflow (not saturating) and ±inf: ±inf; NaN: the quiet NaN.
     const auto is_nan = hn::Gt(hn::BitCast(di, mag), hn::Set(di, 0x7F800000));
-    code = hn::IfThenElse(hn::RebindMask(du, is_nan), hn::Set(du, nan_code<F>(false)), hn::Min(code, hn::Set(du, F::kExpFieldMax << kM)));
+    code = hn::IfThenElse(hn::RebindMask(du, is_nan), hn::Set(du, nan_code<F>(false)),
+                          hn::Min(code, hn::Set(du, F::kExpFieldMax << kM)));
     return hn::Or(code, sign);
   } else if constexpr (F::kSpecials == SpecialValues::kFnuz) {
     // Overflow (not saturating), ±inf and NaN: the unsigned NaN 0x80; zero has no sign.
@@ -99,7 +100,8 @@ HWY_INLINE VU EncodeWide(VF v, bool saturate) {
   // exponent, which is the correct next binade), then rebias the exponent.
   const VU odd = hn::And(hn::ShiftRight<kS>(mag), hn::Set(du, 1u));
   const VU rounded = hn::Add(mag, hn::Add(hn::Set(du, (1u << (kS - 1)) - 1u), odd));
-  VI code = hn::BitCast(di, hn::Sub(hn::ShiftRight<kS>(rounded), hn::Set(du, static_cast<uint32_t>(127 - F::kBias) << kM)));
+  VI code =
+      hn::BitCast(di, hn::Sub(hn::ShiftRight<kS>(rounded), hn::Set(du, static_cast<uint32_t>(127 - F::kBias) << kM)));
   if constexpr (F::kBias != 127) {
     // Below F's smallest normal: the code is |v| / 2^(1 - bias - M) rounded to an integer (RNE); the
     // scaling by a power of two is exact, and a result of 2^M is the smallest normal's code.
@@ -159,7 +161,8 @@ HWY_INLINE VF DecodeF(VU code) {
     out = hn::IfThenElse(is_sub, hn::BitCast(du, sub), normal);
   }
   if constexpr (F::kSpecials == SpecialValues::kIeee) {
-    const auto special = hn::RebindMask(du, hn::Gt(hn::BitCast(di, magc), hn::Set(di, static_cast<int32_t>(F::kExpFieldMax << kM) - 1)));
+    const auto special =
+        hn::RebindMask(du, hn::Gt(hn::BitCast(di, magc), hn::Set(di, static_cast<int32_t>(F::kExpFieldMax << kM) - 1)));
     const auto has_man = hn::RebindMask(du, hn::Gt(hn::BitCast(di, man), hn::Zero(di)));
     // float16/bfloat16 NaNs keep their payload (made quiet); float8 NaNs decode to the default NaN.
     const VU quiet = hn::IfThenElseZero(has_man, hn::Set(du, 0x00400000u));
@@ -167,7 +170,8 @@ HWY_INLINE VF DecodeF(VU code) {
     const VU inf_nan = hn::Or(hn::Set(du, 0x7F800000u), hn::Or(payload, quiet));
     out = hn::IfThenElse(special, inf_nan, out);
   } else if constexpr (F::kSpecials == SpecialValues::kFn) {
-    const auto nan = hn::RebindMask(du, hn::Eq(hn::BitCast(di, magc), hn::Set(di, static_cast<int32_t>(F::kMagnitudeMask))));
+    const auto nan =
+        hn::RebindMask(du, hn::Eq(hn::BitCast(di, magc), hn::Set(di, static_cast<int32_t>(F::kMagnitudeMask))));
     out = hn::IfThenElse(nan, hn::Set(du, 0x7FC00000u), out);
   } else if constexpr (F::kSpecials == SpecialValues::kFnuz) {
     // 0x80 (sign bit, zero magnitude) is the NaN: the negative quiet NaN.
@@ -191,7 +195,6 @@ HWY_INLINE VI NearestIntInRange(VF v) {
   return hn::NearestInt(v);
 #endif
 }
-
 
 // ---------------------------------------------------------------------------------------------
 // float16 and bfloat16, the formats on the hot paths of 16-bit inputs and outputs. They get shorter
@@ -220,7 +223,8 @@ HWY_INLINE VF LoadHalf(const uint16_t* p, size_t n) {
     const DI di;
     const hn::Rebind<uint16_t, DF> d16;
     const VU bits = hn::ShiftLeft<16>(hn::PromoteTo(du, LoadPartial(d16, p, n)));
-    const auto nan = hn::RebindMask(du, hn::Gt(hn::BitCast(di, hn::And(bits, hn::Set(du, 0x7FFFFFFFu))), hn::Set(di, 0x7F800000)));
+    const auto nan =
+        hn::RebindMask(du, hn::Gt(hn::BitCast(di, hn::And(bits, hn::Set(du, 0x7FFFFFFFu))), hn::Set(di, 0x7F800000)));
     return hn::BitCast(df, hn::Or(bits, hn::IfThenElseZero(nan, hn::Set(du, 0x00400000u))));
   } else {
 #if QDQ_SIMD_F16C
@@ -255,7 +259,8 @@ HWY_INLINE VU EncodeHalf(VF v) {
     const DI di;
     const VU bits = hn::BitCast(du, v);
     const VU rounded = hn::ShiftRight<16>(RoundBitsToBF16(v));
-    const auto nan = hn::RebindMask(du, hn::Gt(hn::BitCast(di, hn::And(bits, hn::Set(du, 0x7FFFFFFFu))), hn::Set(di, 0x7F800000)));
+    const auto nan =
+        hn::RebindMask(du, hn::Gt(hn::BitCast(di, hn::And(bits, hn::Set(du, 0x7FFFFFFFu))), hn::Set(di, 0x7F800000)));
     return hn::IfThenElse(nan, hn::Or(hn::ShiftRight<16>(bits), hn::Set(du, 0x40u)), rounded);
   } else {
 #if QDQ_SIMD_F16C

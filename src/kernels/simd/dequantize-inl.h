@@ -92,8 +92,9 @@ HWY_INLINE void StoreY(VF v, void* y, int64_t index, size_t n) {
 /// float_zero_point(i, n) give the parameters of the n-lane vector at i: a register for a run with
 /// one scale, loads for expanded parameters or parameters read in place.
 template <T X, T Y, class Scale, class ZeroPoint, class FloatZeroPoint>
-HWY_INLINE void DequantizeLoop(const DequantizeCall& c, const void* src, int64_t src_index, int64_t first, int64_t count, void* y,
-                               Scale&& scale, ZeroPoint&& zero_point, FloatZeroPoint&& float_zero_point) {
+HWY_INLINE void DequantizeLoop(const DequantizeCall& c, const void* src, int64_t src_index, int64_t first,
+                               int64_t count, void* y, Scale&& scale, ZeroPoint&& zero_point,
+                               FloatZeroPoint&& float_zero_point) {
   const DF df;
   const int64_t lanes = static_cast<int64_t>(hn::Lanes(df));
   constexpr int kBits = InBits(X);
@@ -118,9 +119,10 @@ HWY_INLINE void DequantizeLoop(const DequantizeCall& c, const void* src, int64_t
     if constexpr (Y == T::kBFloat16) {
       // Two vectors of codes per store.
       uint8_t* out = static_cast<uint8_t*>(y) + 2 * (first + i);
-      StoreWords2<false>(BFloat16Codes(hn::Mul(d0, scale(i, full))), BFloat16Codes(hn::Mul(d1, scale(i + lanes, full))), out);
-      StoreWords2<false>(BFloat16Codes(hn::Mul(d2, scale(i + 2 * lanes, full))), BFloat16Codes(hn::Mul(d3, scale(i + 3 * lanes, full))),
-                         out + 4 * lanes);
+      StoreWords2<false>(BFloat16Codes(hn::Mul(d0, scale(i, full))), BFloat16Codes(hn::Mul(d1, scale(i + lanes, full))),
+                         out);
+      StoreWords2<false>(BFloat16Codes(hn::Mul(d2, scale(i + 2 * lanes, full))),
+                         BFloat16Codes(hn::Mul(d3, scale(i + 3 * lanes, full))), out + 4 * lanes);
     } else {
       StoreY<Y>(hn::Mul(d0, scale(i, full)), y, first + i, full);
       StoreY<Y>(hn::Mul(d1, scale(i + lanes, full)), y, first + i + lanes, full);
@@ -136,8 +138,8 @@ HWY_INLINE void DequantizeLoop(const DequantizeCall& c, const void* src, int64_t
 
 /// DequantizeLoop with one scale and zero point in registers.
 template <T X, T Y>
-HWY_INLINE void DequantizeRunWith(const DequantizeCall& c, const void* src, int64_t src_index, int64_t first, int64_t count, VF scale,
-                                  VI zp, VF zpf, void* y) {
+HWY_INLINE void DequantizeRunWith(const DequantizeCall& c, const void* src, int64_t src_index, int64_t first,
+                                  int64_t count, VF scale, VI zp, VF zpf, void* y) {
   DequantizeLoop<X, Y>(
       c, src, src_index, first, count, y, [&](int64_t, size_t) { return scale; }, [&](int64_t, size_t) { return zp; },
       [&](int64_t, size_t) { return zpf; });
@@ -153,18 +155,20 @@ HWY_INLINE void DequantizeRun(const DequantizeCall& c, const void* src, int64_t 
   VI zp = hn::Zero(di);
   VF zpf = hn::Zero(df);
   if (has_zp) {
-    if constexpr (IsIntegerIn(X)) zp = hn::Set(di, static_cast<int32_t>(load_integer(c.zero_point, c.zero_point_type, param)));
+    if constexpr (IsIntegerIn(X))
+      zp = hn::Set(di, static_cast<int32_t>(load_integer(c.zero_point, c.zero_point_type, param)));
     if constexpr (has_float_zero_point(X)) zpf = hn::Set(df, static_cast<float>(load_real(c.zero_point, X, param)));
   }
   DequantizeRunWith<X, Y>(c, src, src_index, first, count,
-                          ScaleForOutput<Y>(hn::Set(df, static_cast<float>(load_real(c.scale, c.scale_type, param)))), zp, zpf, y);
+                          ScaleForOutput<Y>(hn::Set(df, static_cast<float>(load_real(c.scale, c.scale_type, param)))),
+                          zp, zpf, y);
 }
 
 /// The scales (ScaleForOutput) and zero points of parameters [first, first + count), a vector at a
 /// time (whole vectors: the arrays have a vector of room past the count).
 template <T X, T Y>
-HWY_INLINE void LoadDequantizeParams(const DequantizeCall& c, int64_t first, int64_t count, float* scale, int32_t* zero_point,
-                                     float* float_zero_point) {
+HWY_INLINE void LoadDequantizeParams(const DequantizeCall& c, int64_t first, int64_t count, float* scale,
+                                     int32_t* zero_point, float* float_zero_point) {
   const DF df;
   const DI di;
   constexpr int kBits = InBits(X);
@@ -174,15 +178,22 @@ HWY_INLINE void LoadDequantizeParams(const DequantizeCall& c, int64_t first, int
     if (has_zp) UnpackCodes<kBits>(static_cast<const uint8_t*>(c.zero_point), first, count, zp_codes);
   }
   WithScaleType(c.scale_type, [&](auto scale_type) {
-    ForEachVector(count, [&](int64_t k, size_t n) { hn::StoreU(ScaleForOutput<Y>(LoadScaleAsFloat<decltype(scale_type)::value>(c.scale, first + k, n)), df, scale + k); });
+    ForEachVector(count, [&](int64_t k, size_t n) {
+      hn::StoreU(ScaleForOutput<Y>(LoadScaleAsFloat<decltype(scale_type)::value>(c.scale, first + k, n)), df,
+                 scale + k);
+    });
   });
   if constexpr (IsIntegerIn(X)) {
     if (!has_zp) {
       ForEachVector(count, [&](int64_t k, size_t) { hn::StoreU(hn::Zero(di), di, zero_point + k); });
     } else if constexpr (kBits < 8) {
-      ForEachVector(count, [&](int64_t k, size_t n) { hn::StoreU(LoadInt<kBits, IsSignedIn(X)>(zp_codes, k, n), di, zero_point + k); });
+      ForEachVector(count, [&](int64_t k, size_t n) {
+        hn::StoreU(LoadInt<kBits, IsSignedIn(X)>(zp_codes, k, n), di, zero_point + k);
+      });
     } else {
-      ForEachVector(count, [&](int64_t k, size_t n) { hn::StoreU(LoadInt<kBits, IsSignedIn(X)>(c.zero_point, first + k, n), di, zero_point + k); });
+      ForEachVector(count, [&](int64_t k, size_t n) {
+        hn::StoreU(LoadInt<kBits, IsSignedIn(X)>(c.zero_point, first + k, n), di, zero_point + k);
+      });
     }
   }
   if constexpr (has_float_zero_point(X)) {
@@ -195,13 +206,14 @@ HWY_INLINE void LoadDequantizeParams(const DequantizeCall& c, int64_t first, int
 /// Dequantizes elements [first, first + count) with expanded parameters (index 0 = element first);
 /// x element first + i is read from src at src_index + i.
 template <T X, T Y>
-HWY_INLINE void DequantizeExpanded(const DequantizeCall& c, const void* src, int64_t src_index, int64_t first, int64_t count,
-                                   const ExpandedParams& e, void* y) {
+HWY_INLINE void DequantizeExpanded(const DequantizeCall& c, const void* src, int64_t src_index, int64_t first,
+                                   int64_t count, const ExpandedParams& e, void* y) {
   const DF df;
   const DI di;
   DequantizeLoop<X, Y>(
       c, src, src_index, first, count, y, [&](int64_t k, size_t) { return hn::Load(df, e.scale + k); },
-      [&](int64_t k, size_t) { return hn::Load(di, e.zero_point + k); }, [&](int64_t k, size_t) { return hn::Load(df, e.float_zero_point + k); });
+      [&](int64_t k, size_t) { return hn::Load(di, e.zero_point + k); },
+      [&](int64_t k, size_t) { return hn::Load(df, e.float_zero_point + k); });
 }
 
 /// Dequantizes elements [first, first + count) of one segment whose parameters step by one through
@@ -209,13 +221,14 @@ HWY_INLINE void DequantizeExpanded(const DequantizeCall& c, const void* src, int
 /// the last): the scales and 8/16-bit zero points are read where they are instead of being expanded
 /// (2/4-bit zero points are unpacked, like x). x element first + i is read from src at src_index + i.
 template <T X, T Y>
-HWY_INLINE void DequantizeInPlace(const DequantizeCall& c, const void* src, int64_t src_index, int64_t first, int64_t count,
-                                  int64_t param, void* y) {
+HWY_INLINE void DequantizeInPlace(const DequantizeCall& c, const void* src, int64_t src_index, int64_t first,
+                                  int64_t count, int64_t param, void* y) {
   const bool zp_used = IsIntegerIn(X) || has_float_zero_point(X);
   const InPlaceParams<InBits(X), IsSignedIn(X)> p(c.scale, zp_used ? c.zero_point : nullptr, param, count);
   DequantizeLoop<X, Y>(
       c, src, src_index, first, count, y, [&](int64_t k, size_t n) { return ScaleForOutput<Y>(p.Scale(k, n)); },
-      [&](int64_t k, size_t n) { return p.ZeroPoint(k, n); }, [&](int64_t k, size_t n) { return p.FloatZeroPoint(k, n); });
+      [&](int64_t k, size_t n) { return p.ZeroPoint(k, n); },
+      [&](int64_t k, size_t n) { return p.FloatZeroPoint(k, n); });
 }
 
 /// Elements [begin, end) (begin a multiple of 4) of any plan, chunk by chunk.
@@ -226,7 +239,8 @@ HWY_INLINE void DequantizeGeneral(const DequantizeCall& c, void* y, int64_t begi
   SegmentCursor cursor(c.plan, begin);
   // Per-axis runs along a long inner dimension keep their scale in a register; everything else that
   // is not per-tensor goes through expanded parameters.
-  const bool expand = c.plan.granularity == Granularity::kBlocked || (c.plan.granularity == Granularity::kPerAxis && c.plan.inner < 256);
+  const bool expand = c.plan.granularity == Granularity::kBlocked ||
+                      (c.plan.granularity == Granularity::kPerAxis && c.plan.inner < 256);
   HWY_ALIGN ExpandedParams storage;  // 12 KiB of stack
   for (int64_t chunk = begin; chunk < end; chunk += kChunk) {
     const int64_t chunk_end = std::min(end, chunk + kChunk);
@@ -244,18 +258,20 @@ HWY_INLINE void DequantizeGeneral(const DequantizeCall& c, void* y, int64_t begi
     if (expand) {
       // Long segments whose float32 scales step by one read their parameters in place; whatever
       // is left of the chunk is expanded.
-      const int64_t position = InPlaceSegments(cursor, c.scale_type == T::kFloat, chunk, chunk_end, [&](int64_t at, const Segment& s) {
-        if constexpr (kBits < 8) {
-          DequantizeInPlace<X, Y>(c, codes, at - chunk, at, s.count, s.param_index, y);
-        } else {
-          DequantizeInPlace<X, Y>(c, c.x, at, at, s.count, s.param_index, y);
-        }
-      });
+      const int64_t position =
+          InPlaceSegments(cursor, c.scale_type == T::kFloat, chunk, chunk_end, [&](int64_t at, const Segment& s) {
+            if constexpr (kBits < 8) {
+              DequantizeInPlace<X, Y>(c, codes, at - chunk, at, s.count, s.param_index, y);
+            } else {
+              DequantizeInPlace<X, Y>(c, c.x, at, at, s.count, s.param_index, y);
+            }
+          });
       if (position == chunk_end) continue;
-      ExpandParams<IsIntegerIn(X), has_float_zero_point(X)>(cursor, position, chunk_end, storage,
-                                                         [&](int64_t first, int64_t count, float* scale, int32_t* zp, float* zpf) {
-                                                           LoadDequantizeParams<X, Y>(c, first, count, scale, zp, zpf);
-                                                         });
+      ExpandParams<IsIntegerIn(X), has_float_zero_point(X)>(
+          cursor, position, chunk_end, storage,
+          [&](int64_t first, int64_t count, float* scale, int32_t* zp, float* zpf) {
+            LoadDequantizeParams<X, Y>(c, first, count, scale, zp, zpf);
+          });
       if constexpr (kBits < 8) {
         DequantizeExpanded<X, Y>(c, codes, position - chunk, position, chunk_end - position, storage, y);
       } else {
@@ -297,7 +313,8 @@ HWY_INLINE void DequantizeUniformBlocks(const DequantizeCall& c, void* y, int64_
     if constexpr (kBits < 8) {
       // Pieces start and end on multiples of 4 elements: whole bytes.
       const int per_byte = 8 / kBits;
-      UnpackWholeBytes<kBits>(static_cast<const uint8_t*>(c.x) + piece / per_byte, (piece_end - piece) / per_byte, codes);
+      UnpackWholeBytes<kBits>(static_cast<const uint8_t*>(c.x) + piece / per_byte, (piece_end - piece) / per_byte,
+                              codes);
       src = codes;
       src_base = piece;
     }
@@ -335,9 +352,9 @@ DequantizeKernel ChooseDequantize(const DequantizeCall& c) {
   if (!IsVectorScaleType(c.scale_type)) return nullptr;
   const bool zero_point_used = IsIntegerIn(c.x_type) || has_float_zero_point(c.x_type);
   if (c.zero_point != nullptr && zero_point_used && c.zero_point_type != c.x_type) return nullptr;
-#define QDQ_DEQUANTIZE_KERNEL(FAMILY, X, Y)                                                    \
-  if constexpr (kFamily == DequantizeFamily::k##FAMILY) {                                      \
-    if (c.x_type == T::X && c.y_type == T::Y) return &DequantizeKernelT<T::X, T::Y>;           \
+#define QDQ_DEQUANTIZE_KERNEL(FAMILY, X, Y)                                          \
+  if constexpr (kFamily == DequantizeFamily::k##FAMILY) {                            \
+    if (c.x_type == T::X && c.y_type == T::Y) return &DequantizeKernelT<T::X, T::Y>; \
   }
 #include "kernels/simd/dequantize_kernels.inc"
 #undef QDQ_DEQUANTIZE_KERNEL

@@ -5,8 +5,8 @@
 #error "define QDQ_SIMD_FAMILY (a family of dequantize_kernels.inc) before including dequantize_unit-inl.h"
 #endif
 
-#include "kernels/simd/families.hpp"
 #include "kernels/simd/dequantize-inl.h"
+#include "kernels/simd/families.hpp"
 
 #define QDQ_SIMD_PASTE_(A, B) A##B
 #define QDQ_SIMD_PASTE(A, B) QDQ_SIMD_PASTE_(A, B)
@@ -30,7 +30,8 @@ HWY_AFTER_NAMESPACE();
 namespace qdq::detail::simd {
 
 DequantizeKernel QDQ_SIMD_PASTE(dequantize_kernel_, QDQ_SIMD_FAMILY)(int64_t target, const DequantizeCall& call) {
-  DequantizeKernel (*const choose)(const DequantizeCall&) = QDQ_SIMD_CHOOSE(target, QDQ_SIMD_PASTE(ChooseDequantize, QDQ_SIMD_FAMILY));
+  DequantizeKernel (*const choose)(const DequantizeCall&) =
+      QDQ_SIMD_CHOOSE(target, QDQ_SIMD_PASTE(ChooseDequantize, QDQ_SIMD_FAMILY));
   return choose == nullptr ? nullptr : choose(call);
 }
 

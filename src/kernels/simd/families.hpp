@@ -26,7 +26,8 @@ enum class DequantizeFamily {
 #define QDQ_QUANTIZE_FAMILY(FAMILY) QuantizeKernel quantize_kernel_##FAMILY(int64_t target, const QuantizeCall& call);
 #include "kernels/simd/quantize_kernels.inc"
 #undef QDQ_QUANTIZE_FAMILY
-#define QDQ_DEQUANTIZE_FAMILY(FAMILY) DequantizeKernel dequantize_kernel_##FAMILY(int64_t target, const DequantizeCall& call);
+#define QDQ_DEQUANTIZE_FAMILY(FAMILY) \
+  DequantizeKernel dequantize_kernel_##FAMILY(int64_t target, const DequantizeCall& call);
 #include "kernels/simd/dequantize_kernels.inc"
 #undef QDQ_DEQUANTIZE_FAMILY
 

@@ -118,7 +118,8 @@ HWY_INLINE void StoreWords2(VI a, VI b, uint8_t* out) {
   const __m256i ab = Signed ? _mm256_packs_epi32(a.raw, b.raw) : _mm256_packus_epi32(a.raw, b.raw);
   _mm256_storeu_si256(reinterpret_cast<__m256i*>(out), _mm256_permute4x64_epi64(ab, 0xD8));
 #elif HWY_TARGET == HWY_SSE4
-  _mm_storeu_si128(reinterpret_cast<__m128i*>(out), Signed ? _mm_packs_epi32(a.raw, b.raw) : _mm_packus_epi32(a.raw, b.raw));
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(out),
+                   Signed ? _mm_packs_epi32(a.raw, b.raw) : _mm_packus_epi32(a.raw, b.raw));
 #else
   const size_t lanes = hn::Lanes(DI());
   StoreInt16<Signed>(a, out, 0, lanes);
@@ -132,7 +133,8 @@ HWY_INLINE void StoreBytes4(VI a, VI b, VI c, VI d, uint8_t* out) {
 #if HWY_TARGET == HWY_AVX2
   const __m256i ab = _mm256_packs_epi32(a.raw, b.raw);  // a0-3 b0-3 | a4-7 b4-7 (int16, saturated)
   const __m256i cd = _mm256_packs_epi32(c.raw, d.raw);
-  const __m256i bytes = Signed ? _mm256_packs_epi16(ab, cd) : _mm256_packus_epi16(ab, cd);  // a0-3 b0-3 c0-3 d0-3 | a4-7 ...
+  const __m256i bytes =
+      Signed ? _mm256_packs_epi16(ab, cd) : _mm256_packus_epi16(ab, cd);  // a0-3 b0-3 c0-3 d0-3 | a4-7 ...
   const __m256i ordered = _mm256_permutevar8x32_epi32(bytes, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
   _mm256_storeu_si256(reinterpret_cast<__m256i*>(out), ordered);
 #elif HWY_TARGET == HWY_SSE4

@@ -142,7 +142,8 @@ HWY_INLINE void StoreNibbles4(VI a, VI b, VI c, VI d, uint8_t* out) {
 #if HWY_TARGET == HWY_AVX2
   const __m256i ab = _mm256_packs_epi32(a.raw, b.raw);
   const __m256i cd = _mm256_packs_epi32(c.raw, d.raw);
-  const __m256i bytes = _mm256_permutevar8x32_epi32(_mm256_packs_epi16(ab, cd), _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+  const __m256i bytes =
+      _mm256_permutevar8x32_epi32(_mm256_packs_epi16(ab, cd), _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
   // Each 16-bit lane holds codes 2k (low byte) and 2k + 1 (high byte): combine them into one byte.
   const __m256i pairs = _mm256_or_si256(_mm256_and_si256(bytes, _mm256_set1_epi16(0x000F)),
                                         _mm256_and_si256(_mm256_srli_epi16(bytes, 4), _mm256_set1_epi16(0x00F0)));
@@ -163,21 +164,27 @@ HWY_INLINE void StoreNibbles4(VI a, VI b, VI c, VI d, uint8_t* out) {
 HWY_INLINE void StoreCrumbs4(VI a, VI b, VI c, VI d, uint8_t* out) {
 #if HWY_TARGET == HWY_AVX2 || HWY_TARGET == HWY_SSE4
 #if HWY_TARGET == HWY_AVX2
-  const __m256i ordered = _mm256_permutevar8x32_epi32(_mm256_packs_epi16(_mm256_packs_epi32(a.raw, b.raw), _mm256_packs_epi32(c.raw, d.raw)),
-                                                      _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+  const __m256i ordered = _mm256_permutevar8x32_epi32(
+      _mm256_packs_epi16(_mm256_packs_epi32(a.raw, b.raw), _mm256_packs_epi32(c.raw, d.raw)),
+      _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
   const __m256i bytes = _mm256_and_si256(ordered, _mm256_set1_epi8(3));
   // Each 32-bit lane holds four codes, one per byte: fold them into its low byte.
-  const __m256i pairs = _mm256_or_si256(bytes, _mm256_srli_epi16(bytes, 6));  // bytes 0 and 2: c0 | c1 << 2, c2 | c3 << 2
-  const __m256i quads = _mm256_or_si256(pairs, _mm256_srli_epi32(pairs, 12));  // byte 0: c0 | c1 << 2 | c2 << 4 | c3 << 6
-  const __m256i low_bytes = _mm256_shuffle_epi8(quads, _mm256_setr_epi8(0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, 0, 4, 8, 12,
-                                                                         -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1));
+  const __m256i pairs =
+      _mm256_or_si256(bytes, _mm256_srli_epi16(bytes, 6));  // bytes 0 and 2: c0 | c1 << 2, c2 | c3 << 2
+  const __m256i quads =
+      _mm256_or_si256(pairs, _mm256_srli_epi32(pairs, 12));  // byte 0: c0 | c1 << 2 | c2 << 4 | c3 << 6
+  const __m256i low_bytes =
+      _mm256_shuffle_epi8(quads, _mm256_setr_epi8(0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, 0, 4, 8,
+                                                  12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1));
   const __m256i packed = _mm256_permutevar8x32_epi32(low_bytes, _mm256_setr_epi32(0, 4, 0, 0, 0, 0, 0, 0));
   _mm_storel_epi64(reinterpret_cast<__m128i*>(out), _mm256_castsi256_si128(packed));
 #else
-  const __m128i bytes = _mm_and_si128(_mm_packs_epi16(_mm_packs_epi32(a.raw, b.raw), _mm_packs_epi32(c.raw, d.raw)), _mm_set1_epi8(3));
+  const __m128i bytes =
+      _mm_and_si128(_mm_packs_epi16(_mm_packs_epi32(a.raw, b.raw), _mm_packs_epi32(c.raw, d.raw)), _mm_set1_epi8(3));
   const __m128i pairs = _mm_or_si128(bytes, _mm_srli_epi16(bytes, 6));
   const __m128i quads = _mm_or_si128(pairs, _mm_srli_epi32(pairs, 12));
-  const int packed = _mm_cvtsi128_si32(_mm_shuffle_epi8(quads, _mm_setr_epi8(0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1)));
+  const int packed = _mm_cvtsi128_si32(
+      _mm_shuffle_epi8(quads, _mm_setr_epi8(0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1)));
   std::memcpy(out, &packed, 4);
 #endif
 #else

@@ -58,7 +58,8 @@ constexpr int64_t kInPlaceMin = 256;
 /// float32 parameters in place (see kInPlaceMin), moving the cursor past them; returns where the
 /// rest of the chunk, to be expanded, starts.
 template <class InPlace>
-HWY_INLINE int64_t InPlaceSegments(SegmentCursor& cursor, bool float32_scales, int64_t chunk, int64_t chunk_end, InPlace&& in_place) {
+HWY_INLINE int64_t InPlaceSegments(SegmentCursor& cursor, bool float32_scales, int64_t chunk, int64_t chunk_end,
+                                   InPlace&& in_place) {
   int64_t position = chunk;
   while (float32_scales && position < chunk_end) {
     const Segment s = cursor.peek(position, chunk_end);
@@ -131,8 +132,9 @@ struct ExpandedView {
 /// (D a multiple of B) and hold whole groups (B a multiple of `group`), its scales of shape
 /// [..., D / B]: then element e uses parameter e / B.
 inline bool UniformBlocks(const Plan& plan, int64_t group) {
-  return plan.granularity == Granularity::kBlocked && plan.inner == 1 && plan.axis_len % plan.block == 0 && plan.block % group == 0 &&
-         plan.param_axis_stride == 1 && plan.param_outer_stride == plan.axis_len / plan.block;
+  return plan.granularity == Granularity::kBlocked && plan.inner == 1 && plan.axis_len % plan.block == 0 &&
+         plan.block % group == 0 && plan.param_axis_stride == 1 &&
+         plan.param_outer_stride == plan.axis_len / plan.block;
 }
 
 /// Fills `e` for elements [chunk, chunk_end), walking the segments with `cursor`: the scales and,

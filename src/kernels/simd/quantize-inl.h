@@ -145,7 +145,7 @@ HWY_INLINE bool ExactReciprocal(float s, float* reciprocal) {
   std::memcpy(&bits, &s, 4);
   const uint32_t exponent = (bits >> 23) & 0xFFu;
   if ((bits & 0x007FFFFFu) != 0 || exponent < 1 || exponent > 253) return false;  // e = exponent − 127
-  const uint32_t inverse = (bits & 0x80000000u) | ((254u - exponent) << 23);     // ±2^-e
+  const uint32_t inverse = (bits & 0x80000000u) | ((254u - exponent) << 23);      // ±2^-e
   std::memcpy(reciprocal, &inverse, 4);
   return true;
 }
@@ -173,7 +173,8 @@ template <T X>
 HWY_INLINE VF LoadDividend(const void* x, int64_t index, size_t n) {
   if constexpr (X == T::kBFloat16) {
     const hn::Rebind<uint16_t, DF> d16;
-    return hn::BitCast(DF(), hn::ShiftLeft<16>(hn::PromoteTo(DU(), LoadPartial(d16, static_cast<const uint16_t*>(x) + index, n))));
+    return hn::BitCast(
+        DF(), hn::ShiftLeft<16>(hn::PromoteTo(DU(), LoadPartial(d16, static_cast<const uint16_t*>(x) + index, n))));
   }
   return LoadFloat<X>(x, index, n);
 }
@@ -265,8 +266,10 @@ template <T P, T Y>
 HWY_INLINE BroadcastParams BroadcastAt(const QuantizeCall& c, int64_t param) {
   BroadcastParams b{hn::Set(DF(), ScalarScale<P>(c, param)), hn::Zero(DI()), hn::Zero(DF())};
   if (c.zero_point != nullptr) {
-    if constexpr (IsIntegerOut(Y)) b.zero_point = hn::Set(DI(), static_cast<int32_t>(load_integer(c.zero_point, c.zero_point_type, param)));
-    if constexpr (has_float_zero_point(Y)) b.float_zero_point = hn::Set(DF(), static_cast<float>(load_real(c.zero_point, Y, param)));
+    if constexpr (IsIntegerOut(Y))
+      b.zero_point = hn::Set(DI(), static_cast<int32_t>(load_integer(c.zero_point, c.zero_point_type, param)));
+    if constexpr (has_float_zero_point(Y))
+      b.float_zero_point = hn::Set(DF(), static_cast<float>(load_real(c.zero_point, Y, param)));
   }
   return b;
 }
@@ -274,7 +277,8 @@ HWY_INLINE BroadcastParams BroadcastAt(const QuantizeCall& c, int64_t param) {
 /// QuantizeLoop over a run with one scale and zero point: multiplying by the reciprocal where that
 /// is exact, dividing otherwise.
 template <T X, T P, T Y, bool kPackInRegisters>
-HWY_INLINE void QuantizeBroadcast(const QuantizeCall& c, int64_t first, int64_t count, BroadcastParams b, uint8_t* out) {
+HWY_INLINE void QuantizeBroadcast(const QuantizeCall& c, int64_t first, int64_t count, BroadcastParams b,
+                                  uint8_t* out) {
   constexpr bool kPack = kPackInRegisters && OutBits(Y) < 8;
   float reciprocal;
   if (ExactReciprocal(hn::GetLane(b.scale), &reciprocal)) {
@@ -301,8 +305,8 @@ HWY_NOINLINE void QuantizeRun(const QuantizeCall& c, int64_t first, int64_t coun
 /// The divisors (in P) and zero points of parameters [first, first + count), a vector at a time
 /// (whole vectors: the arrays have a vector of room past the count).
 template <T P, T Y>
-HWY_INLINE void LoadQuantizeParams(const QuantizeCall& c, int64_t first, int64_t count, float* divisor, int32_t* zero_point,
-                                   float* float_zero_point) {
+HWY_INLINE void LoadQuantizeParams(const QuantizeCall& c, int64_t first, int64_t count, float* divisor,
+                                   int32_t* zero_point, float* float_zero_point) {
   const DF df;
   const DI di;
   const bool has_zp = c.zero_point != nullptr;
@@ -312,13 +316,17 @@ HWY_INLINE void LoadQuantizeParams(const QuantizeCall& c, int64_t first, int64_t
     if (has_zp) UnpackCodes<OutBits(Y)>(static_cast<const uint8_t*>(c.zero_point), first, count, zp_codes);
   }
   WithScaleType(c.scale_type, [&](auto scale_type) {
-    ForEachVector(count, [&](int64_t k, size_t n) { hn::StoreU(LoadScale<decltype(scale_type)::value, P>(c.scale, first + k, n), df, divisor + k); });
+    ForEachVector(count, [&](int64_t k, size_t n) {
+      hn::StoreU(LoadScale<decltype(scale_type)::value, P>(c.scale, first + k, n), df, divisor + k);
+    });
   });
   if constexpr (IsIntegerOut(Y)) {
     if (!has_zp) {
       ForEachVector(count, [&](int64_t k, size_t) { hn::StoreU(hn::Zero(di), di, zero_point + k); });
     } else if constexpr (kPackedZeroPoint) {
-      ForEachVector(count, [&](int64_t k, size_t n) { hn::StoreU(LoadInt<OutBits(Y), IsSignedOut(Y)>(zp_codes, k, n), di, zero_point + k); });
+      ForEachVector(count, [&](int64_t k, size_t n) {
+        hn::StoreU(LoadInt<OutBits(Y), IsSignedOut(Y)>(zp_codes, k, n), di, zero_point + k);
+      });
     } else {
       ForEachVector(count, [&](int64_t k, size_t n) {
         hn::StoreU(LoadInt<OutBits(Y), IsSignedOut(Y)>(c.zero_point, first + k, n), di, zero_point + k);
@@ -357,7 +365,8 @@ HWY_INLINE void QuantizeGeneral(const QuantizeCall& c, void* y, int64_t begin, i
   SegmentCursor cursor(c.plan, begin);
   // Per-axis runs along a long inner dimension keep their scale in a register; everything else that
   // is not per-tensor goes through expanded parameters.
-  const bool expand = c.plan.granularity == Granularity::kBlocked || (c.plan.granularity == Granularity::kPerAxis && c.plan.inner < 256);
+  const bool expand = c.plan.granularity == Granularity::kBlocked ||
+                      (c.plan.granularity == Granularity::kPerAxis && c.plan.inner < 256);
   HWY_ALIGN ExpandedParams storage;  // 12 KiB of stack
   for (int64_t chunk = begin; chunk < end; chunk += kChunk) {
     const int64_t chunk_end = std::min(end, chunk + kChunk);
@@ -366,18 +375,22 @@ HWY_INLINE void QuantizeGeneral(const QuantizeCall& c, void* y, int64_t begin, i
       // in place; whatever is left of the chunk is expanded.
       int64_t position = chunk;
       if constexpr (P == T::kFloat) {
-        position = InPlaceSegments(cursor, c.scale_type == T::kFloat, chunk, chunk_end, [&](int64_t at, const Segment& s) {
-          const bool zp_used = IsIntegerOut(Y) || has_float_zero_point(Y);
-          const InPlaceParams<kBits, IsSignedOut(Y)> p(c.scale, zp_used ? c.zero_point : nullptr, s.param_index, s.count);
-          QuantizeLoop<X, P, Y, Divide, false>(c, at, s.count, p, out_at(chunk, at));
-        });
+        position =
+            InPlaceSegments(cursor, c.scale_type == T::kFloat, chunk, chunk_end, [&](int64_t at, const Segment& s) {
+              const bool zp_used = IsIntegerOut(Y) || has_float_zero_point(Y);
+              const InPlaceParams<kBits, IsSignedOut(Y)> p(c.scale, zp_used ? c.zero_point : nullptr, s.param_index,
+                                                           s.count);
+              QuantizeLoop<X, P, Y, Divide, false>(c, at, s.count, p, out_at(chunk, at));
+            });
       }
       if (position < chunk_end) {
         ExpandParams<IsIntegerOut(Y), has_float_zero_point(Y)>(
-            cursor, position, chunk_end, storage, [&](int64_t first, int64_t count, float* divisor, int32_t* zp, float* zpf) {
+            cursor, position, chunk_end, storage,
+            [&](int64_t first, int64_t count, float* divisor, int32_t* zp, float* zpf) {
               LoadQuantizeParams<P, Y>(c, first, count, divisor, zp, zpf);
             });
-        QuantizeLoop<X, P, Y, Divide, false>(c, position, chunk_end - position, ExpandedView{storage}, out_at(chunk, position));
+        QuantizeLoop<X, P, Y, Divide, false>(c, position, chunk_end - position, ExpandedView{storage},
+                                             out_at(chunk, position));
       }
     } else {
       for (int64_t position = chunk; position < chunk_end;) {
@@ -447,11 +460,11 @@ QuantizeKernel ChooseQuantize(const QuantizeCall& c) {
   if (!IsVectorScaleType(c.scale_type)) return nullptr;
   // A zero point must be of the output type (float8 zero points only select the type).
   if (c.zero_point != nullptr && c.zero_point_type != c.y_type) return nullptr;
-#define QDQ_QUANTIZE_KERNEL(FAMILY, X, P, Y)                                                 \
-  if constexpr (kFamily == QuantizeFamily::k##FAMILY) {                                      \
-    if (c.x_type == T::X && c.division_type == T::P && c.y_type == T::Y) {                  \
-      return &QuantizeKernelT<T::X, T::P, T::Y>;                                             \
-    }                                                                                        \
+#define QDQ_QUANTIZE_KERNEL(FAMILY, X, P, Y)                               \
+  if constexpr (kFamily == QuantizeFamily::k##FAMILY) {                    \
+    if (c.x_type == T::X && c.division_type == T::P && c.y_type == T::Y) { \
+      return &QuantizeKernelT<T::X, T::P, T::Y>;                           \
+    }                                                                      \
   }
 #include "kernels/simd/quantize_kernels.inc"
 #undef QDQ_QUANTIZE_KERNEL

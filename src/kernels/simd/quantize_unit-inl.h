@@ -30,7 +30,8 @@ HWY_AFTER_NAMESPACE();
 namespace qdq::detail::simd {
 
 QuantizeKernel QDQ_SIMD_PASTE(quantize_kernel_, QDQ_SIMD_FAMILY)(int64_t target, const QuantizeCall& call) {
-  QuantizeKernel (*const choose)(const QuantizeCall&) = QDQ_SIMD_CHOOSE(target, QDQ_SIMD_PASTE(ChooseQuantize, QDQ_SIMD_FAMILY));
+  QuantizeKernel (*const choose)(const QuantizeCall&) =
+      QDQ_SIMD_CHOOSE(target, QDQ_SIMD_PASTE(ChooseQuantize, QDQ_SIMD_FAMILY));
   return choose == nullptr ? nullptr : choose(call);
 }
 

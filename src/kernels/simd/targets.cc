@@ -29,8 +29,8 @@ CpuFeatures read_cpu_features() {
   unsigned a = 0, b = 0, c = 0, d = 0;
   if (__get_cpuid(1, &a, &b, &c, &d) == 0) return f;
   const unsigned leaf1_ecx = c;
-  f.sse4 = (leaf1_ecx & bit_SSSE3) && (leaf1_ecx & bit_SSE4_1) && (leaf1_ecx & bit_SSE4_2) && (leaf1_ecx & bit_PCLMUL) &&
-           (leaf1_ecx & bit_AES);
+  f.sse4 = (leaf1_ecx & bit_SSSE3) && (leaf1_ecx & bit_SSE4_1) && (leaf1_ecx & bit_SSE4_2) &&
+           (leaf1_ecx & bit_PCLMUL) && (leaf1_ecx & bit_AES);
   uint64_t xcr0 = 0;
   if (leaf1_ecx & bit_OSXSAVE) {
     unsigned lo = 0, hi = 0;
@@ -44,8 +44,8 @@ CpuFeatures read_cpu_features() {
   // The features each target's code may use (Highway's HWY_TARGET_STR_* for the target).
   f.avx2 = f.sse4 && ymm_state && (leaf1_ecx & bit_AVX) && (leaf1_ecx & bit_FMA) && (leaf1_ecx & bit_F16C) &&
            (leaf7_ebx & bit_AVX2) && (leaf7_ebx & bit_BMI) && (leaf7_ebx & bit_BMI2);
-  f.avx3 = f.avx2 && zmm_state && (leaf7_ebx & bit_AVX512F) && (leaf7_ebx & bit_AVX512VL) && (leaf7_ebx & bit_AVX512DQ) &&
-           (leaf7_ebx & bit_AVX512BW);
+  f.avx3 = f.avx2 && zmm_state && (leaf7_ebx & bit_AVX512F) && (leaf7_ebx & bit_AVX512VL) &&
+           (leaf7_ebx & bit_AVX512DQ) && (leaf7_ebx & bit_AVX512BW);
   return f;
 }
 #endif
