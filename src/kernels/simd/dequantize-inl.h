@@ -81,7 +81,7 @@ HWY_INLINE void StoreY(VF v, void* y, int64_t index, size_t n) {
   if constexpr (Y == T::kFloat16) {
     StoreHalf<Float16Format>(v, static_cast<uint16_t*>(y) + index, n);
   } else if constexpr (Y == T::kBFloat16) {
-    StoreInt16<false>(BFloat16Codes(v), y, index, n);
+    StoreNarrow<16, false>(BFloat16Codes(v), y, index, n);
   } else {
     StorePartial(df, v, static_cast<float*>(y) + index, n);
   }

@@ -122,11 +122,11 @@ HWY_INLINE void StoreOut(VI v, void* out, int64_t index, size_t n) {
   constexpr int kBits = OutBits(Y);
   const DI di;
   if constexpr (kBits == 16) {
-    StoreInt16<IsSignedOut(Y)>(v, out, index, n);
+    StoreNarrow<16, IsSignedOut(Y)>(v, out, index, n);
   } else if constexpr (kBits == 8) {
-    StoreInt8<IsSignedOut(Y) && IsIntegerOut(Y)>(v, out, index, n);
+    StoreNarrow<8, IsSignedOut(Y) && IsIntegerOut(Y)>(v, out, index, n);
   } else {
-    StoreInt8<false>(hn::And(v, hn::Set(di, (1 << kBits) - 1)), out, index, n);
+    StoreNarrow<8, false>(hn::And(v, hn::Set(di, (1 << kBits) - 1)), out, index, n);
   }
 }
 
