@@ -454,7 +454,7 @@ void QuantizeKernelT(const QuantizeCall& c, void* y, int64_t begin, int64_t end)
 /// The kernel of family kFamily for the call, or nullptr where quantize_kernels.inc lists none for
 /// its (x, division type, y) in this family or the vector kernels do not read its parameters.
 template <QuantizeFamily kFamily>
-QuantizeKernel ChooseQuantize(const QuantizeCall& c) {
+QuantizeKernel ChooseFamilyKernel(const QuantizeCall& c) {
   // FLOAT8E8M0 (MX) scales are powers of two (or NaN): runs sharing one take the exact-reciprocal
   // route where the scale and its inverse are normal floats (codes 1..253), the division otherwise.
   if (!IsVectorScaleType(c.scale_type)) return nullptr;
