@@ -10,7 +10,8 @@
 namespace qdq::onnx {
 namespace {
 
-// Printed as a float value, not as an integer code. No default: a new kind must say how it prints.
+// Printed as a float value, not as an integer code. The switch has no default case, so that a new kind
+// must say how it prints.
 bool prints_as_float(DataType type) {
   switch (type_kind(type)) {
     case TypeKind::kFloat:
