@@ -105,6 +105,7 @@ class Case:
 
     def __init__(self, op, dtype, granularity, n, rng):
         self.name = bench_name(op, dtype, granularity)
+        self.dtype = dtype
         block = 32 if granularity.startswith("blocked") else 0
         if granularity == "per-tensor":
             shape, sshape, axis = (n,), (), 0
@@ -176,6 +177,19 @@ class Case:
             self.formula_bytes = (5 + 8 + 8) if integer else (5 + 8)
 
 
+def selected_cases(args):
+    """The cases to measure, in table order: (n, Case) for each size and each case that --filter
+    selects and that runs here."""
+    rng = np.random.default_rng(0)
+    for n in (int(v) for v in args.sizes.split(",")):
+        for op, dtype, granularity in CASES:
+            if args.filter not in bench_name(op, dtype, granularity):
+                continue
+            case = Case(op, dtype, granularity, n, rng)
+            if not case.skip:
+                yield n, case
+
+
 def pair_ratio(a, b, seconds=1.0):
     """Median over alternating pairs of calls (a then b, for about `seconds`) of a's time over b's:
     a load that changes slowly slows both calls of a pair alike, so the ratio stays put."""
@@ -199,17 +213,10 @@ def pairwise(args, threads):
           f"~{args.seconds:g} s per cell")
     print("| case | elements | Python call / packed | out= / packed |")
     print("|---|---|---|---|")
-    rng = np.random.default_rng(0)
-    for n in (int(v) for v in args.sizes.split(",")):
-        for op, dtype, granularity in CASES:
-            if args.filter not in bench_name(op, dtype, granularity):
-                continue
-            case = Case(op, dtype, granularity, n, rng)
-            if case.skip:
-                continue
-            plain, out, packed = case.calls
-            print(f"| {case.name} | {n} | {pair_ratio(plain, packed, args.seconds):.2f}× | "
-                  f"{pair_ratio(out, packed, args.seconds):.2f}× |", flush=True)
+    for n, case in selected_cases(args):
+        plain, out, packed = case.calls
+        print(f"| {case.name} | {n} | {pair_ratio(plain, packed, args.seconds):.2f}× | "
+              f"{pair_ratio(out, packed, args.seconds):.2f}× |", flush=True)
 
 
 def bench_seconds(qdq_binary, name, n, threads, samples):
@@ -245,28 +252,21 @@ def main():
     print("|---|---|---|---|---|---|---|---|")
     if not args.qdq:
         ap.error("--qdq is required (except with --pairwise)")
-    rng = np.random.default_rng(0)
     worst_ratio, worst_speedup = 0.0, float("inf")
-    for n in (int(v) for v in args.sizes.split(",")):
-        for op, dtype, granularity in CASES:
-            if args.filter not in bench_name(op, dtype, granularity):
-                continue
-            case = Case(op, dtype, granularity, n, rng)
-            if case.skip:
-                continue
-            best_calls, best_bench = [float("inf")] * 3, float("inf")
-            for _ in range(args.rounds):
-                for k, f in enumerate(case.calls):
-                    best_calls[k] = min(best_calls[k], median_seconds(f, args.samples))
-                best_bench = min(best_bench, bench_seconds(args.qdq, case.name, n, threads, args.samples))
-            t_np = median_seconds(case.formula, max(3, args.samples // 2))
-            ratios = [t / best_bench for t in best_calls]
-            if qdq._qdq.bit_width(qdq._type_number(dtype, "t")) < 8:
-                worst_ratio = max(worst_ratio, ratios[0])
-            worst_speedup = min(worst_speedup, t_np / best_calls[0])
-            print(f"| {case.name} | {n} | {best_bench * 1e3:.3f} | {best_calls[0] * 1e3:.3f} ({ratios[0]:.2f}×) | "
-                  f"{ratios[1]:.2f}× | {ratios[2]:.2f}× | {t_np * 1e3:.3f} ({t_np / best_calls[0]:.1f}×) | "
-                  f"{case.formula_bytes / case.qdq_bytes:.1f}× |", flush=True)
+    for n, case in selected_cases(args):
+        best_calls, best_bench = [float("inf")] * 3, float("inf")
+        for _ in range(args.rounds):
+            for k, f in enumerate(case.calls):
+                best_calls[k] = min(best_calls[k], median_seconds(f, args.samples))
+            best_bench = min(best_bench, bench_seconds(args.qdq, case.name, n, threads, args.samples))
+        t_np = median_seconds(case.formula, max(3, args.samples // 2))
+        ratios = [t / best_bench for t in best_calls]
+        if qdq._qdq.bit_width(qdq._type_number(case.dtype, "t")) < 8:
+            worst_ratio = max(worst_ratio, ratios[0])
+        worst_speedup = min(worst_speedup, t_np / best_calls[0])
+        print(f"| {case.name} | {n} | {best_bench * 1e3:.3f} | {best_calls[0] * 1e3:.3f} ({ratios[0]:.2f}×) | "
+              f"{ratios[1]:.2f}× | {ratios[2]:.2f}× | {t_np * 1e3:.3f} ({t_np / best_calls[0]:.1f}×) | "
+              f"{case.formula_bytes / case.qdq_bytes:.1f}× |", flush=True)
     print(f"worst sub-byte plain call / bench: {worst_ratio:.2f}× (goal <= 1.3); "
           f"worst speed-up over NumPy's formula: {worst_speedup:.1f}× (goal >= 10)")
 

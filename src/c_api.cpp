@@ -27,6 +27,23 @@ static_assert(QDQ_TYPE_UNDEFINED == static_cast<int>(DataType::kUndefined));
 #undef QDQ_DATA_TYPE
 constexpr int kLastType = qdq::detail::kLastDataType;
 
+// The C name of each kind; no default, so that -Wswitch asks for the C name of a new kind.
+constexpr qdq_type_kind c_type_kind(qdq::TypeKind kind) {
+  switch (kind) {
+    case qdq::TypeKind::kOther: return QDQ_TYPE_KIND_OTHER;
+    case qdq::TypeKind::kInteger: return QDQ_TYPE_KIND_INTEGER;
+    case qdq::TypeKind::kFloat: return QDQ_TYPE_KIND_FLOAT;
+    case qdq::TypeKind::kMiniFloat: return QDQ_TYPE_KIND_MINIFLOAT;
+    case qdq::TypeKind::kExponent: return QDQ_TYPE_KIND_EXPONENT;
+  }
+  return QDQ_TYPE_KIND_OTHER;
+}
+static_assert(c_type_kind(qdq::TypeKind::kExponent) == static_cast<int>(qdq::TypeKind::kExponent) &&
+                  c_type_kind(qdq::TypeKind::kMiniFloat) == static_cast<int>(qdq::TypeKind::kMiniFloat) &&
+                  c_type_kind(qdq::TypeKind::kFloat) == static_cast<int>(qdq::TypeKind::kFloat) &&
+                  c_type_kind(qdq::TypeKind::kInteger) == static_cast<int>(qdq::TypeKind::kInteger),
+              "qdq_type_kind numbers its kinds as qdq::TypeKind does");
+
 constexpr uint64_t kQuantizeAttributeBits = QDQ_ATTRIBUTE_AXIS | QDQ_ATTRIBUTE_SATURATE | QDQ_ATTRIBUTE_BLOCK_SIZE |
                                             QDQ_ATTRIBUTE_OUTPUT_DTYPE | QDQ_ATTRIBUTE_PRECISION;
 constexpr uint64_t kDequantizeAttributeBits =
@@ -287,6 +304,18 @@ const char* qdq_data_type_name(int32_t type) {
 
 int32_t qdq_bit_width(int32_t type) {
   return qdq::is_known_data_type(type) ? qdq::bit_width(static_cast<DataType>(type)) : 0;
+}
+
+int32_t qdq_data_type_kind(int32_t type) {
+  return qdq::is_known_data_type(type) ? c_type_kind(qdq::type_kind(static_cast<DataType>(type))) : QDQ_TYPE_KIND_OTHER;
+}
+
+int32_t qdq_is_signed_type(int32_t type) {
+  return qdq::is_known_data_type(type) && qdq::is_signed(static_cast<DataType>(type)) ? 1 : 0;
+}
+
+int32_t qdq_is_nan_code(int32_t type, uint64_t code) {
+  return qdq::is_known_data_type(type) && qdq::is_nan_code(static_cast<DataType>(type), code) ? 1 : 0;
 }
 
 qdq_status qdq_storage_bytes(int32_t type, uint64_t elements, uint64_t* bytes) {

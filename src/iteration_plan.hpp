@@ -150,15 +150,13 @@ void for_each_piece(const Plan& plan, int64_t begin, int64_t end, int64_t piece,
   }
 }
 
-/// Everything a QuantizeLinear kernel needs, validated.
-struct QuantizeCall {
+/// What every kernel call has, validated: the inputs, their types and the iteration plan.
+struct KernelCall {
   int version = 25;
   DataType x_type = DataType::kUndefined;
   DataType scale_type = DataType::kUndefined;
-  DataType zero_point_type = DataType::kUndefined;  // kUndefined: no zero point
+  DataType zero_point_type = DataType::kUndefined;  // kUndefined: absent (or, dequantizing float8, not used)
   DataType y_type = DataType::kUndefined;
-  DataType division_type = DataType::kFloat;  // kFloat, kFloat16, kBFloat16 or kDouble
-  bool saturate = true;
   Plan plan;
   const void* x = nullptr;
   const void* scale = nullptr;
@@ -167,19 +165,13 @@ struct QuantizeCall {
   uint64_t y_bytes = 0;
 };
 
-/// Everything a DequantizeLinear kernel needs, validated.
-struct DequantizeCall {
-  int version = 25;
-  DataType x_type = DataType::kUndefined;
-  DataType scale_type = DataType::kUndefined;
-  DataType zero_point_type = DataType::kUndefined;  // kUndefined: absent or not used (float8)
-  DataType y_type = DataType::kUndefined;
-  Plan plan;
-  const void* x = nullptr;
-  const void* scale = nullptr;
-  const void* zero_point = nullptr;
-  std::span<const int64_t> y_shape;  // x's shape (the caller's storage; valid during the call)
-  uint64_t y_bytes = 0;
+/// Everything a QuantizeLinear kernel needs, validated.
+struct QuantizeCall : KernelCall {
+  DataType division_type = DataType::kFloat;  // kFloat, kFloat16, kBFloat16 or kDouble
+  bool saturate = true;
 };
+
+/// Everything a DequantizeLinear kernel needs, validated.
+struct DequantizeCall : KernelCall {};
 
 }  // namespace qdq::detail

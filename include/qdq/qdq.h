@@ -93,6 +93,15 @@ typedef enum qdq_data_type {
   QDQ_TYPE_INT2 = 26            /**< int2, four per byte, first element in the low bits. */
 } qdq_data_type;
 
+/** What the codes of an element type mean (qdq_data_type_kind()); the same numbers as qdq::TypeKind. */
+typedef enum qdq_type_kind {
+  QDQ_TYPE_KIND_OTHER = 0,     /**< No number the operators use: UNDEFINED, STRING, BOOL, COMPLEX*. */
+  QDQ_TYPE_KIND_INTEGER = 1,   /**< Two's complement or unsigned integers, INT2 to UINT64. */
+  QDQ_TYPE_KIND_FLOAT = 2,     /**< IEEE float32 and float64. */
+  QDQ_TYPE_KIND_MINIFLOAT = 3, /**< FLOAT16, BFLOAT16, the float8 formats, FLOAT4E2M1. */
+  QDQ_TYPE_KIND_EXPONENT = 4   /**< FLOAT8E8M0: a biased power of two. */
+} qdq_type_kind;
+
 /**
  * A read-only view of a caller-owned tensor in ONNX's layout (row-major; sub-byte types packed,
  * first element in the low bits; multi-byte elements little-endian). The view owns nothing. A dense
@@ -229,6 +238,18 @@ QDQ_C_API const char* qdq_data_type_name(int32_t type);
 /** Storage bits of one element of `type`: 2, 4, 8, 16, 32 or 64; 0 for STRING, UNDEFINED and
     unknown numbers. Thread-safe. */
 QDQ_C_API int32_t qdq_bit_width(int32_t type);
+
+/** The kind of `type`'s codes, a ::qdq_type_kind number; QDQ_TYPE_KIND_OTHER for unknown numbers.
+    Thread-safe. */
+QDQ_C_API int32_t qdq_data_type_kind(int32_t type);
+
+/** 1 if `type` has negative values (the INT types, every float type except FLOAT8E8M0, COMPLEX*),
+    else 0 (also for unknown numbers). Thread-safe. */
+QDQ_C_API int32_t qdq_is_signed_type(int32_t type);
+
+/** 1 if `code`, an element's bit pattern (bits above the type's width ignored), is a NaN of `type`,
+    else 0 (integers, FLOAT4E2M1 and unknown numbers have none). Thread-safe. */
+QDQ_C_API int32_t qdq_is_nan_code(int32_t type, uint64_t code);
 
 /** Stores in `*bytes` how many bytes `elements` elements of `type` occupy in ONNX's layout (sub-byte
     types packed, the last byte padded). Fails for a type without a fixed size or on overflow.

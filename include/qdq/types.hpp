@@ -71,6 +71,28 @@ QDQ_API bool is_known_data_type(int32_t value) noexcept;
 /// types without a fixed size (STRING, UNDEFINED). Thread-safe, no allocation.
 QDQ_API int bit_width(DataType type) noexcept;
 
+/// What the codes of an element type mean (numbered as the C API's qdq_type_kind).
+enum class TypeKind : int32_t {
+  kOther = 0,      ///< no number the operators read or write: UNDEFINED, STRING, BOOL, COMPLEX64/128
+  kInteger = 1,    ///< two's complement or unsigned integers, INT2 to UINT64 (packed below 8 bits)
+  kFloat = 2,      ///< IEEE float32 and float64: FLOAT, DOUBLE
+  kMiniFloat = 3,  ///< narrow floats of sign, exponent and mantissa: FLOAT16, BFLOAT16, float8, FLOAT4E2M1
+  kExponent = 4,   ///< FLOAT8E8M0: a biased power of two, without sign or mantissa
+};
+
+/// The kind of `type`'s codes; kOther for UNDEFINED and numbers ONNX does not define. Thread-safe, no
+/// allocation.
+QDQ_API TypeKind type_kind(DataType type) noexcept;
+
+/// True if `type` has negative values: the INT types, every float type except FLOAT8E8M0, and
+/// COMPLEX64/128; false for unknown numbers. Thread-safe, no allocation.
+QDQ_API bool is_signed(DataType type) noexcept;
+
+/// True if `code`, an element's bit pattern (zero-extended; bits above bit_width(type) are ignored),
+/// is a NaN of `type`. Integers, FLOAT4E2M1 and the other types without NaN have none; FLOAT8E4M3FN's
+/// are S.1111.111, the FNUZ formats' 0x80 only, FLOAT8E8M0's 0xFF. Thread-safe, no allocation.
+QDQ_API bool is_nan_code(DataType type, uint64_t code) noexcept;
+
 /// Bytes that `elements` elements of `type` occupy in ONNX's layout (sub-byte types packed, first
 /// element in the low bits, last byte padded). Throws qdq::Error if the result overflows 64 bits or
 /// the type has no fixed size. Thread-safe, no allocation.

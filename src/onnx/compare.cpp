@@ -10,32 +10,17 @@
 namespace qdq::onnx {
 namespace {
 
-bool is_float_type(DataType type) {
-  switch (type) {
-    case DataType::kFloat:
-    case DataType::kDouble:
-    case DataType::kFloat16:
-    case DataType::kBFloat16:
-    case DataType::kFloat8E4M3FN:
-    case DataType::kFloat8E4M3FNUZ:
-    case DataType::kFloat8E5M2:
-    case DataType::kFloat8E5M2FNUZ:
-    case DataType::kFloat8E8M0:
-    case DataType::kFloat4E2M1: return true;
-    default: return false;
+// Printed as a float value, not as an integer code. The switch has no default case, so that a new kind
+// must say how it prints.
+bool prints_as_float(DataType type) {
+  switch (type_kind(type)) {
+    case TypeKind::kFloat:
+    case TypeKind::kMiniFloat:
+    case TypeKind::kExponent: return true;
+    case TypeKind::kInteger:
+    case TypeKind::kOther: return false;
   }
-}
-
-bool is_signed_integer(DataType type) {
-  switch (type) {
-    case DataType::kInt2:
-    case DataType::kInt4:
-    case DataType::kInt8:
-    case DataType::kInt16:
-    case DataType::kInt32:
-    case DataType::kInt64: return true;
-    default: return false;
-  }
+  return false;
 }
 
 // The value of a float code, with NaN and infinities where the type has them. The narrow formats
@@ -55,7 +40,7 @@ double decode_float(DataType type, uint64_t code) {
   std::memcpy(code_bytes, &code, bits > 8 ? 2 : 1);  // little-endian host; a 4-bit code in the low nibble
   const float one = 1.0f;
   const uint8_t one_code = 1;
-  const bool scale_only = bits == 16 || type == DataType::kFloat8E8M0;
+  const bool scale_only = bits == 16 || type_kind(type) == TypeKind::kExponent;
   const TensorView code_view{type, {}, code_bytes, bits > 8 ? 2u : 1u};
   const TensorView x = scale_only ? TensorView{DataType::kUint8, {}, &one_code, 1} : code_view;
   const TensorView scale = scale_only ? code_view : TensorView{DataType::kFloat, {}, &one, sizeof one};
@@ -100,25 +85,9 @@ uint64_t element_code(const Tensor& tensor, uint64_t index) {
   return code;
 }
 
-bool is_nan_code(DataType type, uint64_t code) noexcept {
-  switch (type) {
-    case DataType::kFloat: return (code & 0x7F800000u) == 0x7F800000u && (code & 0x7FFFFFu) != 0;
-    case DataType::kDouble:
-      return (code & 0x7FF0000000000000ull) == 0x7FF0000000000000ull && (code & 0xFFFFFFFFFFFFFull) != 0;
-    case DataType::kFloat16: return (code & 0x7C00) == 0x7C00 && (code & 0x3FF) != 0;
-    case DataType::kBFloat16: return (code & 0x7F80) == 0x7F80 && (code & 0x7F) != 0;
-    case DataType::kFloat8E4M3FN: return (code & 0x7F) == 0x7F;
-    case DataType::kFloat8E4M3FNUZ:
-    case DataType::kFloat8E5M2FNUZ: return code == 0x80;
-    case DataType::kFloat8E5M2: return (code & 0x7C) == 0x7C && (code & 0x3) != 0;
-    case DataType::kFloat8E8M0: return code == 0xFF;
-    default: return false;
-  }
-}
-
 std::string format_element(DataType type, uint64_t code) {
   const int bits = bit_width(type);
-  if (is_float_type(type)) {
+  if (prints_as_float(type)) {
     const double value = decode_float(type, code);
     // Printed in the element's own precision: float's shortest form is exact for every type here
     // except DOUBLE, and keeps "1.1" from turning into 1.100000023841858.
@@ -127,7 +96,7 @@ std::string format_element(DataType type, uint64_t code) {
   }
   if (type == DataType::kBool) return code ? "true" : "false";
   std::string text;
-  if (is_signed_integer(type)) {
+  if (type_kind(type) == TypeKind::kInteger && is_signed(type)) {
     // Sign-extend from the type's width.
     const auto shift = static_cast<unsigned>(64 - bits);
     text = std::to_string(static_cast<int64_t>(code << shift) >> shift);

@@ -154,9 +154,6 @@ std::vector<Tensor> run_model(const Model& model, const std::vector<Tensor>& inp
 /// `index` must be below the element count.
 uint64_t element_code(const Tensor& tensor, uint64_t index);
 
-/// True if `code` is a NaN of `type` (float types only; integer types and FLOAT4E2M1 never are).
-bool is_nan_code(DataType type, uint64_t code) noexcept;
-
 /// A readable rendering of one element code of `type`: integers in decimal, floats as the shortest
 /// decimal that identifies the value ("nan", "inf", "-0"); narrow types (at most 16 bits) and floats
 /// append the hex code, e.g. "-8 (0x8)", "1.125 (0x39)", "nan (0x7fc00000)". Allocates the string.

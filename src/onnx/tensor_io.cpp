@@ -25,15 +25,19 @@ namespace {
 // Where a TensorProto without raw_data keeps the elements of each type (packing.md §2).
 enum class Storage { kFloat, kInt32, kInt64, kDouble, kUint64 };
 
+// Decided by kind, width and sign, with no default, so that a new kind must say where it goes.
 Storage typed_storage(DataType type) {
-  switch (type) {
-    case DataType::kFloat: return Storage::kFloat;
-    case DataType::kInt64: return Storage::kInt64;
-    case DataType::kDouble: return Storage::kDouble;
-    case DataType::kUint32:
-    case DataType::kUint64: return Storage::kUint64;
-    default: return Storage::kInt32;
+  const int bits = bit_width(type);
+  switch (type_kind(type)) {
+    case TypeKind::kFloat: return bits == 64 ? Storage::kDouble : Storage::kFloat;
+    case TypeKind::kInteger:
+      if (bits == 64) return is_signed(type) ? Storage::kInt64 : Storage::kUint64;
+      return bits == 32 && !is_signed(type) ? Storage::kUint64 : Storage::kInt32;
+    case TypeKind::kMiniFloat:  // the codes, as unsigned numbers
+    case TypeKind::kExponent:
+    case TypeKind::kOther: return Storage::kInt32;  // BOOL (the others have no typed storage qdq reads)
   }
+  return Storage::kInt32;
 }
 
 const char* storage_name(Storage s) {
@@ -315,29 +319,16 @@ void tensor_to_proto(const Tensor& tensor, bool use_typed_fields, ::onnx::Tensor
       // Writers store the plain value (make_tensor's convention): signed types sign-extended,
       // unsigned types, float bit patterns and packed bytes zero-extended.
       const size_t entries = is_packed(tensor.type) ? tensor.data.size() : n;
+      const size_t width = is_packed(tensor.type) ? 1 : static_cast<size_t>(bit_width(tensor.type) / 8);
+      if (width > sizeof(uint32_t)) fail(what, "cannot store " + data_type_name(tensor.type) + " in int32_data");
+      const bool sign_extend =
+          !is_packed(tensor.type) && type_kind(tensor.type) == TypeKind::kInteger && is_signed(tensor.type);
+      const auto shift = static_cast<unsigned>(32 - 8 * width);
       proto.mutable_int32_data()->Reserve(static_cast<int>(entries));
       for (size_t k = 0; k < entries; ++k) {
-        int32_t v = 0;
-        switch (tensor.type) {
-          case DataType::kInt8: v = static_cast<int8_t>(in[k]); break;
-          case DataType::kInt16: {
-            int16_t s;
-            std::memcpy(&s, in + 2 * k, 2);
-            v = s;
-            break;
-          }
-          case DataType::kUint16:
-          case DataType::kFloat16:
-          case DataType::kBFloat16: {
-            uint16_t u;
-            std::memcpy(&u, in + 2 * k, 2);
-            v = u;
-            break;
-          }
-          case DataType::kInt32: std::memcpy(&v, in + 4 * k, 4); break;
-          default: v = in[k]; break;  // UINT8, BOOL, float8, E8M0, packed bytes
-        }
-        proto.add_int32_data(v);
+        uint32_t u = 0;
+        std::memcpy(&u, in + width * k, width);  // little-endian host
+        proto.add_int32_data(sign_extend ? static_cast<int32_t>(u << shift) >> shift : static_cast<int32_t>(u));
       }
       break;
     }

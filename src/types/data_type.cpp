@@ -2,6 +2,7 @@
 #include <array>
 #include <cctype>
 #include <string>
+#include <type_traits>
 
 #include "qdq/types.hpp"
 #include "types/type_traits.hpp"
@@ -18,6 +19,39 @@ const TypeInfo* find(DataType type) {
   const auto v = static_cast<int32_t>(type);
   if (v < 1 || v > kLastDataType) return nullptr;
   return &type_info(type);
+}
+
+// The low `bits` bits set (all 64 for bits >= 64).
+constexpr uint64_t width_mask(int bits) { return bits >= 64 ? ~uint64_t{0} : (uint64_t{1} << bits) - 1; }
+
+// A NaN code of the MiniFloat format F (its bits above F::kBits cleared).
+template <class F>
+constexpr bool is_minifloat_nan(uint64_t code) {
+  switch (F::kSpecials) {
+    case detail::SpecialValues::kIeee: return (code & F::kMagnitudeMask) > (F::kExpFieldMax << F::kManBits);
+    case detail::SpecialValues::kFn: return (code & F::kMagnitudeMask) == F::kMagnitudeMask;
+    case detail::SpecialValues::kFnuz: return code == F::kSignBit;
+    case detail::SpecialValues::kNone: return false;
+  }
+  return false;
+}
+
+// A NaN code of the type of `Traits` (its bits above the width cleared). The switch over the kinds
+// has no default, so that a new kind must say what its NaNs are.
+template <class Traits>
+constexpr bool is_nan_code_of(uint64_t code) {
+  switch (Traits::kKind) {
+    case TypeKind::kFloat:  // IEEE binary32 or binary64: all-ones exponent, nonzero mantissa
+      return Traits::kBits == 32 ? (code & 0x7FFFFFFFu) > 0x7F800000u
+                                 : (code & 0x7FFFFFFFFFFFFFFFull) > 0x7FF0000000000000ull;
+    case TypeKind::kMiniFloat:
+      if constexpr (!std::is_void_v<typename Traits::Format>) return is_minifloat_nan<typename Traits::Format>(code);
+      return false;
+    case TypeKind::kExponent: return code == width_mask(Traits::kBits);  // FLOAT8E8M0's 0xFF
+    case TypeKind::kInteger:
+    case TypeKind::kOther: return false;
+  }
+  return false;
 }
 
 }  // namespace
@@ -45,6 +79,17 @@ bool is_known_data_type(int32_t value) noexcept { return value >= 1 && value <= 
 int bit_width(DataType type) noexcept {
   const TypeInfo* info = find(type);
   return info ? info->bits : 0;
+}
+
+TypeKind type_kind(DataType type) noexcept { return type_info(type).kind; }
+
+bool is_signed(DataType type) noexcept { return type_info(type).is_signed; }
+
+bool is_nan_code(DataType type, uint64_t code) noexcept {
+  return detail::visit_type(type, [code](auto traits) {
+    using Traits = decltype(traits);
+    return is_nan_code_of<Traits>(code & width_mask(Traits::kBits));
+  });
 }
 
 uint64_t storage_bytes(DataType type, uint64_t elements) {

@@ -6,20 +6,16 @@
 
 #include <array>
 #include <cstdint>
+#include <type_traits>
 
 #include "qdq/types.hpp"
 #include "types/float_formats.hpp"
 
 namespace qdq::detail {
 
-/// What a type's codes mean; the kernels pick their conversions by kind, bits and format.
-enum class TypeKind {
-  kFloat,      // IEEE float32 / float64, native C++ types
-  kMiniFloat,  // a MiniFloat format of float_formats.hpp (float16, bfloat16, float8, float4)
-  kExponent,   // FLOAT8E8M0: a biased power of two
-  kInteger,    // two's complement or unsigned integers, packed below 8 bits
-  kOther,      // not usable by the operators (STRING, BOOL, COMPLEX*)
-};
+/// What a type's codes mean; the kernels pick their conversions by kind, bits and format. The public
+/// qdq::TypeKind (qdq/types.hpp) is this enum.
+using TypeKind = qdq::TypeKind;
 
 /// The inputs and outputs a type may be, as the since-columns of data_types.inc name them.
 enum class TypeRole { kQuantizeX, kQuantizeScale, kQuantizeY, kDequantizeX, kDequantizeScale, kDequantizeY };
@@ -52,16 +48,18 @@ struct TypeTraits<DataType::kUndefined> {
   static constexpr std::array<int, kTypeRoles> kSince{};
 };
 
-#define QDQ_DATA_TYPE(E, NAME, BITS, KIND, SIGNED, FORMAT, QX, QS, QY, DQX, DQS, DQY) \
-  template <>                                                                         \
-  struct TypeTraits<DataType::E> {                                                    \
-    static constexpr DataType value = DataType::E;                                    \
-    static constexpr const char* kName = #NAME;                                       \
-    static constexpr int kBits = BITS;                                                \
-    static constexpr TypeKind kKind = TypeKind::KIND;                                 \
-    static constexpr bool kSigned = SIGNED != 0;                                      \
-    using Format = FORMAT;                                                            \
-    static constexpr std::array<int, kTypeRoles> kSince{QX, QS, QY, DQX, DQS, DQY};   \
+#define QDQ_DATA_TYPE(E, NAME, BITS, KIND, SIGNED, FORMAT, QX, QS, QY, DQX, DQS, DQY)       \
+  template <>                                                                               \
+  struct TypeTraits<DataType::E> {                                                          \
+    static constexpr DataType value = DataType::E;                                          \
+    static constexpr const char* kName = #NAME;                                             \
+    static constexpr int kBits = BITS;                                                      \
+    static constexpr TypeKind kKind = TypeKind::KIND;                                       \
+    static constexpr bool kSigned = SIGNED != 0;                                            \
+    using Format = FORMAT;                                                                  \
+    static constexpr std::array<int, kTypeRoles> kSince{QX, QS, QY, DQX, DQS, DQY};         \
+    static_assert((kKind == TypeKind::kMiniFloat) == !std::is_void_v<Format>,               \
+                  #NAME ": every kMiniFloat type, and no other, names a MiniFloat format"); \
   };
 #include "types/data_types.inc"
 #undef QDQ_DATA_TYPE

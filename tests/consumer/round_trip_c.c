@@ -370,6 +370,10 @@ int main(void) {
       CHECK(qdq_bit_width(QDQ_TYPE_INT4) == 4 && qdq_bit_width(QDQ_TYPE_BFLOAT16) == 16 && qdq_bit_width(99) == 0);
       CHECK(strcmp(qdq_data_type_name(QDQ_TYPE_FLOAT8E4M3FN), "FLOAT8E4M3FN") == 0);
       CHECK(qdq_data_type_name(99) == NULL);
+      CHECK(qdq_data_type_kind(QDQ_TYPE_FLOAT8E8M0) == QDQ_TYPE_KIND_EXPONENT &&
+            qdq_data_type_kind(99) == QDQ_TYPE_KIND_OTHER);
+      CHECK(qdq_is_signed_type(QDQ_TYPE_INT2) == 1 && qdq_is_signed_type(QDQ_TYPE_UINT4) == 0);
+      CHECK(qdq_is_nan_code(QDQ_TYPE_FLOAT8E4M3FN, 0xFF) == 1 && qdq_is_nan_code(QDQ_TYPE_FLOAT8E4M3FN, 0x7E) == 0);
       CHECK(strcmp(qdq_status_name(QDQ_ERROR_OUT_OF_MEMORY), "QDQ_ERROR_OUT_OF_MEMORY") == 0);
       qdq_set_default_num_threads(3);
       CHECK(qdq_default_num_threads() == 3);

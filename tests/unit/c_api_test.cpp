@@ -33,10 +33,21 @@ TEST(CApi, TypeNamesAndWidthsMatchCpp) {
     ASSERT_NE(qdq_data_type_name(t), nullptr) << t;
     EXPECT_EQ(qdq_data_type_name(t), qdq::data_type_name(static_cast<DataType>(t)));
     EXPECT_EQ(qdq_bit_width(t), qdq::bit_width(static_cast<DataType>(t)));
+    EXPECT_EQ(qdq_data_type_kind(t), static_cast<int32_t>(qdq::type_kind(static_cast<DataType>(t)))) << t;
+    EXPECT_EQ(qdq_is_signed_type(t), qdq::is_signed(static_cast<DataType>(t)) ? 1 : 0) << t;
+    for (uint64_t code : {0x0ull, 0x7Full, 0x80ull, 0xFFull, 0x7C01ull, 0x7FC00000ull, 0x7FF8000000000000ull}) {
+      EXPECT_EQ(qdq_is_nan_code(t, code), qdq::is_nan_code(static_cast<DataType>(t), code) ? 1 : 0) << t << " " << code;
+    }
   }
   EXPECT_EQ(qdq_data_type_name(-1), nullptr);
   EXPECT_EQ(qdq_data_type_name(27), nullptr);
   EXPECT_EQ(qdq_bit_width(-5), 0);
+  EXPECT_EQ(qdq_data_type_kind(-5), QDQ_TYPE_KIND_OTHER);
+  EXPECT_EQ(qdq_data_type_kind(27), QDQ_TYPE_KIND_OTHER);
+  EXPECT_EQ(qdq_is_signed_type(-5), 0);
+  EXPECT_EQ(qdq_is_nan_code(27, 0xFF), 0);
+  EXPECT_EQ(qdq_data_type_kind(QDQ_TYPE_FLOAT4E2M1), QDQ_TYPE_KIND_MINIFLOAT);
+  EXPECT_EQ(qdq_is_nan_code(QDQ_TYPE_FLOAT8E8M0, 0xFF), 1);
   EXPECT_EQ(std::string(qdq_version()), qdq::version());
   EXPECT_STREQ(qdq_status_name(99), "unknown qdq_status");
 }

@@ -73,4 +73,97 @@ TEST(TypeLists, ContainsAndOrder) {
   EXPECT_TRUE(std::is_sorted(d::kQuantizedTypes.begin(), d::kQuantizedTypes.end()));
 }
 
+// The public type queries (qdq/types.hpp) against types.md §1, written out here: each type's kind and
+// whether it has negative values.
+TEST(TypeQueries, KindAndSignednessOfEveryType) {
+  using K = qdq::TypeKind;
+  struct Row {
+    T type;
+    K kind;
+    bool is_signed;
+  };
+  const std::vector<Row> rows = {
+      {T::kFloat, K::kFloat, true},
+      {T::kUint8, K::kInteger, false},
+      {T::kInt8, K::kInteger, true},
+      {T::kUint16, K::kInteger, false},
+      {T::kInt16, K::kInteger, true},
+      {T::kInt32, K::kInteger, true},
+      {T::kInt64, K::kInteger, true},
+      {T::kString, K::kOther, false},
+      {T::kBool, K::kOther, false},
+      {T::kFloat16, K::kMiniFloat, true},
+      {T::kDouble, K::kFloat, true},
+      {T::kUint32, K::kInteger, false},
+      {T::kUint64, K::kInteger, false},
+      {T::kComplex64, K::kOther, true},
+      {T::kComplex128, K::kOther, true},
+      {T::kBFloat16, K::kMiniFloat, true},
+      {T::kFloat8E4M3FN, K::kMiniFloat, true},
+      {T::kFloat8E4M3FNUZ, K::kMiniFloat, true},
+      {T::kFloat8E5M2, K::kMiniFloat, true},
+      {T::kFloat8E5M2FNUZ, K::kMiniFloat, true},
+      {T::kUint4, K::kInteger, false},
+      {T::kInt4, K::kInteger, true},
+      {T::kFloat4E2M1, K::kMiniFloat, true},
+      {T::kFloat8E8M0, K::kExponent, false},
+      {T::kUint2, K::kInteger, false},
+      {T::kInt2, K::kInteger, true},
+  };
+  ASSERT_EQ(rows.size(), 26u);  // every type ONNX numbers 1..26, in order
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const Row& row = rows[i];
+    ASSERT_EQ(static_cast<size_t>(row.type), i + 1);
+    EXPECT_EQ(qdq::type_kind(row.type), row.kind) << qdq::data_type_name(row.type);
+    EXPECT_EQ(qdq::is_signed(row.type), row.is_signed) << qdq::data_type_name(row.type);
+  }
+  for (const T unknown : {T::kUndefined, static_cast<T>(27), static_cast<T>(-1)}) {
+    EXPECT_EQ(qdq::type_kind(unknown), K::kOther);
+    EXPECT_FALSE(qdq::is_signed(unknown));
+    EXPECT_FALSE(qdq::is_nan_code(unknown, 0xFF));
+  }
+}
+
+// NaN codes per types.md §1: every code of the types up to 16 bits, spot checks of FLOAT and DOUBLE.
+TEST(TypeQueries, NanCodesOfEveryType) {
+  const auto ieee16_nan = [](uint32_t code, uint32_t exponent_mask) {
+    return (code & exponent_mask) == exponent_mask && (code & 0x7FFFu & ~exponent_mask) != 0;
+  };
+  for (int v = 1; v <= 26; ++v) {
+    const T type = static_cast<T>(v);
+    const int bits = qdq::bit_width(type);
+    if (bits == 0 || bits > 16) continue;
+    for (uint32_t code = 0; code < (1u << bits); ++code) {
+      bool nan = false;
+      switch (type) {
+        case T::kFloat8E4M3FN: nan = code == 0x7F || code == 0xFF; break;
+        case T::kFloat8E4M3FNUZ:
+        case T::kFloat8E5M2FNUZ: nan = code == 0x80; break;
+        case T::kFloat8E5M2: nan = (code & 0x7F) >= 0x7D; break;
+        case T::kFloat8E8M0: nan = code == 0xFF; break;
+        case T::kFloat16: nan = ieee16_nan(code, 0x7C00); break;
+        case T::kBFloat16: nan = ieee16_nan(code, 0x7F80); break;
+        default: break;  // integers, BOOL and FLOAT4E2M1 have no NaN
+      }
+      EXPECT_EQ(qdq::is_nan_code(type, code), nan) << qdq::data_type_name(type) << " code " << code;
+    }
+  }
+  EXPECT_FALSE(qdq::is_nan_code(T::kFloat, 0x7F800000u));  // +inf
+  EXPECT_FALSE(qdq::is_nan_code(T::kFloat, 0xFF800000u));  // -inf
+  EXPECT_FALSE(qdq::is_nan_code(T::kFloat, 0x3F800000u));
+  EXPECT_TRUE(qdq::is_nan_code(T::kFloat, 0x7F800001u));
+  EXPECT_TRUE(qdq::is_nan_code(T::kFloat, 0xFFC00000u));
+  EXPECT_FALSE(qdq::is_nan_code(T::kDouble, 0x7FF0000000000000ull));
+  EXPECT_FALSE(qdq::is_nan_code(T::kDouble, 0x7FC00000ull));
+  EXPECT_TRUE(qdq::is_nan_code(T::kDouble, 0x7FF8000000000000ull));
+  EXPECT_TRUE(qdq::is_nan_code(T::kDouble, 0xFFF0000000000001ull));
+  // Bits above the type's width are ignored.
+  EXPECT_TRUE(qdq::is_nan_code(T::kFloat8E4M3FN, 0x17F));
+  EXPECT_TRUE(qdq::is_nan_code(T::kFloat8E5M2FNUZ, 0x180));
+  EXPECT_FALSE(qdq::is_nan_code(T::kFloat8E5M2FNUZ, 0x100));
+  EXPECT_TRUE(qdq::is_nan_code(T::kFloat16, 0x17E00));
+  EXPECT_TRUE(qdq::is_nan_code(T::kFloat, 0x1'7FC0'0000ull));
+  EXPECT_FALSE(qdq::is_nan_code(T::kFloat, 0xFFFF'FFFF'0000'0000ull));
+}
+
 }  // namespace

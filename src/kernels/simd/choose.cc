@@ -7,7 +7,7 @@ namespace qdq::detail::simd {
 
 QuantizeKernel quantize_kernel_for_target(int64_t target, const QuantizeCall& call) {
 #define QDQ_QUANTIZE_FAMILY(FAMILY) \
-  if (const QuantizeKernel kernel = quantize_kernel_##FAMILY(target, call)) return kernel;
+  if (const QuantizeKernel kernel = family_kernel<QuantizeFamily::k##FAMILY>(target, call)) return kernel;
 #include "kernels/simd/quantize_kernels.inc"
 #undef QDQ_QUANTIZE_FAMILY
   return nullptr;
@@ -15,7 +15,7 @@ QuantizeKernel quantize_kernel_for_target(int64_t target, const QuantizeCall& ca
 
 DequantizeKernel dequantize_kernel_for_target(int64_t target, const DequantizeCall& call) {
 #define QDQ_DEQUANTIZE_FAMILY(FAMILY) \
-  if (const DequantizeKernel kernel = dequantize_kernel_##FAMILY(target, call)) return kernel;
+  if (const DequantizeKernel kernel = family_kernel<DequantizeFamily::k##FAMILY>(target, call)) return kernel;
 #include "kernels/simd/dequantize_kernels.inc"
 #undef QDQ_DEQUANTIZE_FAMILY
   return nullptr;

@@ -81,7 +81,7 @@ HWY_INLINE void StoreY(VF v, void* y, int64_t index, size_t n) {
   if constexpr (Y == T::kFloat16) {
     StoreHalf<Float16Format>(v, static_cast<uint16_t*>(y) + index, n);
   } else if constexpr (Y == T::kBFloat16) {
-    StoreInt16<false>(BFloat16Codes(v), y, index, n);
+    StoreNarrow<16, false>(BFloat16Codes(v), y, index, n);
   } else {
     StorePartial(df, v, static_cast<float*>(y) + index, n);
   }
@@ -348,7 +348,7 @@ void DequantizeKernelT(const DequantizeCall& c, void* y, int64_t begin, int64_t 
 /// The kernel of family kFamily for the call, or nullptr where dequantize_kernels.inc lists none for
 /// its (x, y) in this family or the vector kernels do not read its parameters.
 template <DequantizeFamily kFamily>
-DequantizeKernel ChooseDequantize(const DequantizeCall& c) {
+DequantizeKernel ChooseFamilyKernel(const DequantizeCall& c) {
   if (!IsVectorScaleType(c.scale_type)) return nullptr;
   const bool zero_point_used = IsIntegerIn(c.x_type) || has_float_zero_point(c.x_type);
   if (c.zero_point != nullptr && zero_point_used && c.zero_point_type != c.x_type) return nullptr;

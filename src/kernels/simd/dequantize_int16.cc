@@ -10,5 +10,8 @@
 #include "hwy/highway.h"
 
 #undef QDQ_SIMD_FAMILY
-#define QDQ_SIMD_FAMILY Int16
-#include "kernels/simd/dequantize_unit-inl.h"
+#define QDQ_SIMD_FAMILY DequantizeFamily::kInt16
+#include "kernels/simd/dequantize-inl.h"
+
+// After the kernels, whose chooser it exports.
+#include "kernels/simd/family_unit-inl.h"

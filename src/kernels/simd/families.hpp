@@ -21,13 +21,37 @@ enum class DequantizeFamily {
 #undef QDQ_DEQUANTIZE_FAMILY
 };
 
-/// The kernel of the family's unit for `target` and this call, or nullptr where the family lists
-/// none for the call's types (or the target is not compiled). No allocation; thread-safe.
-#define QDQ_QUANTIZE_FAMILY(FAMILY) QuantizeKernel quantize_kernel_##FAMILY(int64_t target, const QuantizeCall& call);
+/// The call and kernel types of a family's direction (FamilyCall<QuantizeFamily::kInt8> is QuantizeCall).
+template <class Family>
+struct FamilyDirection;
+template <>
+struct FamilyDirection<QuantizeFamily> {
+  using Call = QuantizeCall;
+  using Kernel = QuantizeKernel;
+};
+template <>
+struct FamilyDirection<DequantizeFamily> {
+  using Call = DequantizeCall;
+  using Kernel = DequantizeKernel;
+};
+template <auto kFamily>
+using FamilyCall = typename FamilyDirection<decltype(kFamily)>::Call;
+template <auto kFamily>
+using FamilyKernel = typename FamilyDirection<decltype(kFamily)>::Kernel;
+
+/// The kernel of family kFamily's unit for `target` and this call, or nullptr where the family lists
+/// none for the call's types (or the target is not compiled). Each family's unit defines its
+/// specialisation (family_unit-inl.h). No allocation; thread-safe.
+template <auto kFamily>
+FamilyKernel<kFamily> family_kernel(int64_t target, const FamilyCall<kFamily>& call);
+#define QDQ_QUANTIZE_FAMILY(FAMILY) \
+  template <>                       \
+  QuantizeKernel family_kernel<QuantizeFamily::k##FAMILY>(int64_t target, const QuantizeCall& call);
 #include "kernels/simd/quantize_kernels.inc"
 #undef QDQ_QUANTIZE_FAMILY
 #define QDQ_DEQUANTIZE_FAMILY(FAMILY) \
-  DequantizeKernel dequantize_kernel_##FAMILY(int64_t target, const DequantizeCall& call);
+  template <>                         \
+  DequantizeKernel family_kernel<DequantizeFamily::k##FAMILY>(int64_t target, const DequantizeCall& call);
 #include "kernels/simd/dequantize_kernels.inc"
 #undef QDQ_DEQUANTIZE_FAMILY
 

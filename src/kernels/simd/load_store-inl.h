@@ -86,29 +86,14 @@ HWY_INLINE VU LoadCodes(const uint8_t* codes, size_t n) {
   return hn::PromoteTo(DU(), LoadPartial(d8, codes, n));
 }
 
-/// Stores the low 8 bits of each i32 lane (values already in the 8-bit type's range).
-template <bool Signed>
-HWY_INLINE void StoreInt8(VI v, void* base, int64_t index, size_t n) {
-  if constexpr (Signed) {
-    const hn::Rebind<int8_t, DF> d8;
-    StorePartial(d8, hn::DemoteTo(d8, v), static_cast<int8_t*>(base) + index, n);
-  } else {
-    const hn::Rebind<uint8_t, DF> d8;
-    StorePartial(d8, hn::DemoteTo(d8, v), static_cast<uint8_t*>(base) + index, n);
-  }
-}
-
-/// Stores the low 16 bits of each i32 lane (values in the 16-bit type's range; for codes, 0..0xFFFF
-/// as unsigned).
-template <bool Signed>
-HWY_INLINE void StoreInt16(VI v, void* base, int64_t index, size_t n) {
-  if constexpr (Signed) {
-    const hn::Rebind<int16_t, DF> d16;
-    StorePartial(d16, hn::DemoteTo(d16, v), static_cast<int16_t*>(base) + index, n);
-  } else {
-    const hn::Rebind<uint16_t, DF> d16;
-    StorePartial(d16, hn::DemoteTo(d16, v), static_cast<uint16_t*>(base) + index, n);
-  }
+/// Stores the low kBits (8 or 16) bits of each i32 lane as int8/int16 (Signed) or uint8/uint16 (values
+/// already in that type's range; for 16-bit codes, 0..0xFFFF as unsigned).
+template <int kBits, bool Signed>
+HWY_INLINE void StoreNarrow(VI v, void* base, int64_t index, size_t n) {
+  static_assert(kBits == 8 || kBits == 16, "StoreNarrow stores 8- or 16-bit lanes");
+  using Lane = std::conditional_t<Signed, hwy::SignedFromSize<kBits / 8>, hwy::UnsignedFromSize<kBits / 8>>;
+  const hn::Rebind<Lane, DF> d;
+  StorePartial(d, hn::DemoteTo(d, v), static_cast<Lane*>(base) + index, n);
 }
 
 /// Stores 2·Lanes int32 values as 16-bit integers, saturated to int16 (Signed) or uint16.
@@ -122,8 +107,8 @@ HWY_INLINE void StoreWords2(VI a, VI b, uint8_t* out) {
                    Signed ? _mm_packs_epi32(a.raw, b.raw) : _mm_packus_epi32(a.raw, b.raw));
 #else
   const size_t lanes = hn::Lanes(DI());
-  StoreInt16<Signed>(a, out, 0, lanes);
-  StoreInt16<Signed>(b, out + 2 * lanes, 0, lanes);
+  StoreNarrow<16, Signed>(a, out, 0, lanes);
+  StoreNarrow<16, Signed>(b, out + 2 * lanes, 0, lanes);
 #endif
 }
 

@@ -122,11 +122,11 @@ HWY_INLINE void StoreOut(VI v, void* out, int64_t index, size_t n) {
   constexpr int kBits = OutBits(Y);
   const DI di;
   if constexpr (kBits == 16) {
-    StoreInt16<IsSignedOut(Y)>(v, out, index, n);
+    StoreNarrow<16, IsSignedOut(Y)>(v, out, index, n);
   } else if constexpr (kBits == 8) {
-    StoreInt8<IsSignedOut(Y) && IsIntegerOut(Y)>(v, out, index, n);
+    StoreNarrow<8, IsSignedOut(Y) && IsIntegerOut(Y)>(v, out, index, n);
   } else {
-    StoreInt8<false>(hn::And(v, hn::Set(di, (1 << kBits) - 1)), out, index, n);
+    StoreNarrow<8, false>(hn::And(v, hn::Set(di, (1 << kBits) - 1)), out, index, n);
   }
 }
 
@@ -454,7 +454,7 @@ void QuantizeKernelT(const QuantizeCall& c, void* y, int64_t begin, int64_t end)
 /// The kernel of family kFamily for the call, or nullptr where quantize_kernels.inc lists none for
 /// its (x, division type, y) in this family or the vector kernels do not read its parameters.
 template <QuantizeFamily kFamily>
-QuantizeKernel ChooseQuantize(const QuantizeCall& c) {
+QuantizeKernel ChooseFamilyKernel(const QuantizeCall& c) {
   // FLOAT8E8M0 (MX) scales are powers of two (or NaN): runs sharing one take the exact-reciprocal
   // route where the scale and its inverse are normal floats (codes 1..253), the division otherwise.
   if (!IsVectorScaleType(c.scale_type)) return nullptr;

@@ -10,5 +10,8 @@
 #include "hwy/highway.h"
 
 #undef QDQ_SIMD_FAMILY
-#define QDQ_SIMD_FAMILY Int4
-#include "kernels/simd/quantize_unit-inl.h"
+#define QDQ_SIMD_FAMILY QuantizeFamily::kInt4
+#include "kernels/simd/quantize-inl.h"
+
+// After the kernels, whose chooser it exports.
+#include "kernels/simd/family_unit-inl.h"
