@@ -164,6 +164,15 @@ def _ml_dtype(t):
 
 HAVE_ML_DTYPES = _ml_dtypes is not None
 
+# Resolved once at import, so a call looks a dtype up in a dict instead of asking NumPy for its
+# name (dtype.name runs Python code in NumPy 2) or building an ml_dtypes dtype.
+_ML_DTYPE_BY_TYPE = {t: dt for t, dt in ((t, _ml_dtype(t)) for t in _CODE_TYPES) if dt is not None}
+_TYPE_BY_ML_DTYPE = {dt: t for t, dt in _ML_DTYPE_BY_TYPE.items()}
+# Arrays of these dtypes go to the compiled layer as they are (_as_input's fast path): NumPy's own
+# types, and with raw_sub_byte the ml_dtypes ones (it reads their items' codes, see module.cpp).
+_RAW_TYPE_BY_DTYPE = {**_NATIVE_BY_DTYPE, **_TYPE_BY_ML_DTYPE}
+_qdq.set_result_dtypes(_ML_DTYPE_BY_TYPE)
+
 
 def _type_name(t):
     """qdq's lower-case name of type number t ("int4", "float8e4m3fn")."""
@@ -177,10 +186,7 @@ def _type_from_dtype(dt):
     t = _NATIVE_BY_DTYPE.get(dt)
     if t is not None:
         return t
-    t = _ML_NAME_TO_TYPE.get(dt.name)
-    if t is not None and _ml_dtypes is not None and dt == _ml_dtype(t):
-        return t
-    return None
+    return _TYPE_BY_ML_DTYPE.get(dt)
 
 
 # Type names already resolved (output_dtype="int4" on every call resolves once): name -> number.
@@ -324,13 +330,22 @@ def _as_input(value, what, raw_sub_byte=False):
     raw_sub_byte: pass ml_dtypes sub-byte arrays as they are (the compiled layer reads the low bits of
     each byte, with no NumPy pass); a PackedTensor becomes the (bytes, shape) pair the compiled layer
     takes as packed input."""
-    if type(value) is _np.ndarray:
-        # The common case first, at a fraction of the general path's cost (it matters for small
-        # tensors): a plain, native, aligned, C-contiguous array of a type NumPy has.
-        t = _NATIVE_BY_DTYPE.get(value.dtype)
+    kind = type(value)
+    if kind is _np.ndarray:
+        # The common cases first, at a fraction of the general path's cost (it matters for small
+        # tensors): a plain, native, aligned, C-contiguous array of a type NumPy has, or (raw_sub_byte)
+        # of an ml_dtypes type.
+        t = (_RAW_TYPE_BY_DTYPE if raw_sub_byte else _NATIVE_BY_DTYPE).get(value.dtype)
         if t is not None:
             flags = value.flags
             if flags.c_contiguous and flags.aligned:
+                return value, t
+    elif kind is CodeArray:
+        # Passed as it is: the compiled layer reads any ndarray subclass's items.
+        t = _TYPE_BY_NAME.get(value.qdq_dtype)
+        if t is not None:
+            flags = value.flags
+            if flags.c_contiguous and flags.aligned and value.dtype.isnative:
                 return value, t
     else:
         t = _NATIVE_BY_SCALAR_TYPE.get(type(value))  # a NumPy scalar such as np.float32(0.02)
@@ -370,7 +385,7 @@ def _as_output(array, t):
     """A result of the compiled layer in the user's representation."""
     if t not in _CODE_TYPES:
         return array
-    ml = _ml_dtype(t)
+    ml = _ML_DTYPE_BY_TYPE.get(t)
     if ml is not None:
         return array.view(ml)
     out = array.view(CodeArray)
@@ -498,7 +513,10 @@ def _zero_point_input(zero_point):
 
 
 def _result(y, yt, out):
-    return out if out is not None else _as_output(y, yt)
+    if out is not None:
+        return out
+    # Results of ml_dtypes types come with their dtype already (_qdq.set_result_dtypes).
+    return _as_output(y, yt) if yt in _CODE_TYPES and yt not in _ML_DTYPE_BY_TYPE else y
 
 
 def quantize_linear(x, scale, zero_point=None, *, axis=_AXIS_DEFAULT, block_size=0, saturate=True,

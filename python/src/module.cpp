@@ -26,6 +26,7 @@
 #endif
 
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -66,6 +67,10 @@ bool is_sub_byte(DataType type) { return qdq::bit_width(type) > 0 && qdq::bit_wi
 
 bool is_signed_sub_byte(DataType type) { return type == DataType::kInt4 || type == DataType::kInt2; }
 
+// Passes over fewer items than this keep the GIL: they take about as long as releasing and taking
+// it back.
+constexpr uint64_t kReleaseGilItems = uint64_t{1} << 18;
+
 /// The NumPy dtype that holds one element (or, for packed and narrow float types, one code) of
 /// `type`, from the type list: floats with a NumPy type as themselves, integers as the integer of
 /// their width (packed ones one per int8/uint8), other narrow codes as the unsigned integer of theirs.
@@ -94,6 +99,22 @@ py::dtype storage_dtype(DataType type) {
       break;
   }
   throw qdq::Error("element type " + qdq::data_type_name(type) + " is not supported by the Python module");
+}
+
+// The dtypes operator results of types NumPy lacks are made with (set_result_dtypes: ml_dtypes'
+// dtypes, whose items hold the codes as this module's conventions do), so the Python layer need not
+// view every result again; storage_dtype() where none is set. Set at import, read with the GIL held.
+std::vector<py::object>& result_dtypes() {
+  static auto* dtypes = new std::vector<py::object>(32);  // never destroyed: outlives the interpreter's teardown
+  return *dtypes;
+}
+
+py::dtype result_dtype(DataType type) {
+  const auto index = static_cast<size_t>(type);
+  if (index < result_dtypes().size() && result_dtypes()[index]) {
+    return py::reinterpret_borrow<py::dtype>(result_dtypes()[index]);
+  }
+  return storage_dtype(type);
 }
 
 DataType to_type(int64_t value) {
@@ -145,6 +166,17 @@ QDQ_PY_VECTOR_CLONES bool check_and_pack(const uint8_t* items, uint64_t count, i
     qdq::detail::pack_all_codes(chunk, bits, static_cast<int64_t>(n), packed + start * static_cast<uint64_t>(bits) / 8);
   }
   return true;
+}
+
+// Whether every one of `count` bytes, read as int8 (Signed) or uint8, is a `Bits`-bit value: then the
+// bytes are an int8/uint8 tensor of the same values (what DequantizeLinear reads of a sub-byte
+// integer tensor). An ml_dtypes int4 array fails where it keeps a negative value's code in the low
+// bits only (0x0F for -1); a qdq result or a CodeArray passes.
+QDQ_PY_VECTOR_CLONES bool items_are_values(const uint8_t* items, uint64_t count, int bits, bool signed_values) {
+  if (bits == 4) {
+    return signed_values ? !any_out_of_range<4, true>(items, count) : !any_out_of_range<4, false>(items, count);
+  }
+  return signed_values ? !any_out_of_range<2, true>(items, count) : !any_out_of_range<2, false>(items, count);
 }
 
 // unpack_all_codes, compiled for the vector targets.
@@ -299,10 +331,12 @@ class Buffer {
 };
 
 // A new C-contiguous array of `dtype` and `dims` whose memory comes from the pool and goes back to it
-// when the array and every view of it are gone. Call with the GIL held.
+// when the array and every view of it are gone (below the pool's size, NumPy's own memory: its
+// allocator is cheaper than a capsule-owned block). Call with the GIL held.
 py::array pooled_array(const py::dtype& dtype, const std::vector<py::ssize_t>& dims) {
   size_t bytes = static_cast<size_t>(dtype.itemsize());
   for (py::ssize_t d : dims) bytes *= static_cast<size_t>(d);
+  if (bytes < BlockPool::kMinPooled) return py::array(dtype, dims);
   struct Owned {
     void* data;
     size_t capacity;
@@ -397,6 +431,27 @@ struct Input {
     items = nullptr;
   }
 
+  // For deferred items of int4, uint4, int2 or uint2 that are all values in 8-bit form (sign-extended
+  // int8 for the signed types, uint8 codes for the unsigned ones, as qdq's results and CodeArrays hold
+  // them): the same tensor as int8/uint8, read in place, with no packing pass nor packed buffer.
+  // False (view unchanged) for other types, two's complement codes of signed types in uint8 items,
+  // and arrays holding any other byte (left to pack_whole, which reports or masks them).
+  std::optional<qdq::TensorView> as_byte_integers() const {
+    if (items == nullptr || view.type == DataType::kFloat4E2M1) return std::nullopt;
+    const bool signed_type = is_signed_sub_byte(view.type);
+    if (signed_type && check_items && !signed_items) return std::nullopt;
+    const uint64_t count = qdq::element_count(shape);
+    bool values;
+    if (count >= kReleaseGilItems) {
+      py::gil_scoped_release release;
+      values = items_are_values(items, count, qdq::bit_width(view.type), signed_type);
+    } else {  // shorter than releasing and taking back the GIL
+      values = items_are_values(items, count, qdq::bit_width(view.type), signed_type);
+    }
+    if (!values) return std::nullopt;
+    return qdq::TensorView{signed_type ? DataType::kInt8 : DataType::kUint8, shape, items, count};
+  }
+
   [[noreturn]] void throw_bad_item() const {
     throw_bad_sub_byte_item(static_cast<const uint8_t*>(array.data()), qdq::element_count(shape),
                             qdq::bit_width(view.type), signed_items, view.type, what_);
@@ -464,7 +519,7 @@ struct Output {
       check_out(array);
     } else {
       std::vector<py::ssize_t> dims(shape.begin(), shape.end());
-      array = pooled_array(storage_dtype(type), dims);
+      array = pooled_array(result_dtype(type), dims);
     }
     items = static_cast<uint8_t*>(array.mutable_data());
     unpack = is_sub_byte(type);
@@ -539,8 +594,9 @@ struct ChunkPlan {
     constexpr uint64_t kChunkElems = uint64_t{1} << 18;
     const auto rank = static_cast<int64_t>(x.shape.size());
     const uint64_t count = qdq::element_count(x.shape);
+    if (rank == 0 || x.shape[0] < 2 || count < 2 * kChunkElems) return;  // before asking for the thread count
     const uint64_t target = kChunkElems * static_cast<uint64_t>(std::max(1, qdq::default_num_threads()));
-    if (rank == 0 || x.shape[0] < 2 || count < 2 * target) return;
+    if (count < 2 * target) return;
     rows = x.shape[0];
     row_elems = count / static_cast<uint64_t>(rows);
     int64_t axis = axis_attribute.value_or(1);
@@ -686,18 +742,38 @@ py::tuple dequantize_linear(const py::object& x, int64_t x_type, const py::objec
                             const py::object& zero_point, int64_t zero_point_type, const py::dict& attributes,
                             int64_t opset, const py::object& out) {
   const auto attrs = make_attributes<qdq::DequantizeLinearAttributes>(attributes, opset, "DequantizeLinear");
-  // Into the caller's out=, x is checked whole before anything is written; a new result may be
-  // abandoned half-written when a later chunk holds a bad item, so x is checked chunk by chunk.
-  Input xi(x, to_type(x_type), "x", /*defer_packing=*/out.is_none());
+  Input xi(x, to_type(x_type), "x", /*defer_packing=*/true);
   Input si(scale, to_type(scale_type), "scale");
   std::optional<Input> zi;
-  if (!zero_point.is_none()) zi.emplace(zero_point, to_type(zero_point_type), "zero_point");
+  if (!zero_point.is_none()) zi.emplace(zero_point, to_type(zero_point_type), "zero_point", /*defer_packing=*/true);
   const qdq::TensorView* zv = zi ? &zi->view : nullptr;
+  // Validated with the types the caller gave (the operator version's type rules apply to those).
   const qdq::TensorSpec spec = qdq::dequantize_linear_output(attrs, xi.view, si.view, zv);
-  const ChunkPlan plan =
-      xi.items ? ChunkPlan(xi.view, si.view, zv, attrs.axis, attrs.block_size, qdq::bit_width(xi.view.type))
-               : ChunkPlan();
-  if (plan.step == 0) xi.pack_whole();
+  // Into the caller's out=, x is checked whole before anything is written; a new result may be
+  // abandoned half-written when a later chunk holds a bad item, so x is checked chunk by chunk.
+  const ChunkPlan plan = xi.items && out.is_none() ? ChunkPlan(xi.view, si.view, zv, attrs.axis, attrs.block_size,
+                                                               qdq::bit_width(xi.view.type))
+                                                   : ChunkPlan();
+  if (plan.step == 0) {
+    // Sub-byte integers given as 8-bit values (and their zero point likewise, or none) are the
+    // same operator call on int8/uint8 tensors: (x - zero_point) * scale of the same integers,
+    // rounded once. Read in place, they skip the packing pass and its buffer, most of the cost
+    // beyond the kernel for a tensor that fits in cache. Large calls keep the chunked packing
+    // below, which reads the items from memory once where this route would read them twice.
+    std::optional<qdq::TensorView> x8 = xi.as_byte_integers();
+    std::optional<qdq::TensorView> z8;
+    if (x8 && zi) z8 = zi->as_byte_integers();
+    if (x8 && (!zi || z8)) {
+      Output y(spec, out, false);
+      {
+        py::gil_scoped_release release;
+        qdq::dequantize_linear(attrs, *x8, si.view, z8 ? &*z8 : nullptr, y.view, execution_options());
+      }
+      return py::make_tuple(y.array, static_cast<int>(y.type));
+    }
+    xi.pack_whole();
+  }
+  if (zi) zi->pack_whole();
   Output y(spec, out, false);
   bool bad_item = false;
   {
@@ -731,6 +807,44 @@ py::tuple dequantize_linear(const py::object& x, int64_t x_type, const py::objec
   }
   if (bad_item) xi.throw_bad_item();
   return py::make_tuple(y.array, static_cast<int>(y.type));
+}
+
+// Median seconds of one call of the library's operator alone, as `qdq bench` times it: the tensors
+// prepared once (sub-byte ones packed, a packed result buffer), then `samples` samples of `calls`
+// calls on the calling thread's view of qdq's pool. For scripts/bench_python.py, which alternates it
+// with the Python call to compare the two under the same machine load. Allocates the tensors once.
+double time_library_call(bool quantize, const py::object& x, int64_t x_type, const py::object& scale,
+                         int64_t scale_type, const py::object& zero_point, int64_t zero_point_type,
+                         const py::dict& attributes, int64_t opset, int64_t calls, int64_t samples) {
+  Input xi(x, to_type(x_type), "x");
+  Input si(scale, to_type(scale_type), "scale");
+  std::optional<Input> zi;
+  if (!zero_point.is_none()) zi.emplace(zero_point, to_type(zero_point_type), "zero_point");
+  const qdq::TensorView* zv = zi ? &zi->view : nullptr;
+  const auto qa = make_attributes<qdq::QuantizeLinearAttributes>(attributes, opset, "QuantizeLinear");
+  const auto da = quantize ? qdq::DequantizeLinearAttributes{}
+                           : make_attributes<qdq::DequantizeLinearAttributes>(attributes, opset, "DequantizeLinear");
+  const qdq::TensorSpec spec = quantize ? qdq::quantize_linear_output(qa, xi.view, si.view, zv)
+                                        : qdq::dequantize_linear_output(da, xi.view, si.view, zv);
+  Output y(spec, py::none(), /*packed_result=*/true);
+  std::vector<double> seconds;
+  {
+    py::gil_scoped_release release;
+    for (int64_t r = 0; r < std::max<int64_t>(1, samples); ++r) {
+      const auto t0 = std::chrono::steady_clock::now();
+      for (int64_t i = 0; i < calls; ++i) {
+        if (quantize) {
+          qdq::quantize_linear(qa, xi.view, si.view, zv, y.view, execution_options());
+        } else {
+          qdq::dequantize_linear(da, xi.view, si.view, zv, y.view, execution_options());
+        }
+      }
+      seconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() /
+                        static_cast<double>(std::max<int64_t>(1, calls)));
+    }
+  }
+  std::sort(seconds.begin(), seconds.end());
+  return seconds[seconds.size() / 2];
 }
 
 py::tuple dynamic_quantize_linear(const py::object& x, int64_t x_type, int64_t opset, const py::object& out) {
@@ -879,6 +993,9 @@ PYBIND11_MODULE(_qdq, m) {
         py::arg("opset"), py::arg("out") = py::none());
   m.def("dynamic_quantize_linear", &dynamic_quantize_linear, py::arg("x"), py::arg("x_type"), py::arg("opset") = 11,
         py::arg("out") = py::none());
+  m.def("_time_library_call", &time_library_call, py::arg("quantize"), py::arg("x"), py::arg("x_type"),
+        py::arg("scale"), py::arg("scale_type"), py::arg("zero_point").none(true), py::arg("zero_point_type"),
+        py::arg("attributes"), py::arg("opset"), py::arg("calls"), py::arg("samples") = 1);
   m.def("pack", &pack, py::arg("array"), py::arg("type"));
   m.def("unpack", &unpack, py::arg("bytes"), py::arg("type"), py::arg("shape"));
   m.def("parse_data_type", [](const std::string& name) -> std::optional<int> {
@@ -901,6 +1018,19 @@ PYBIND11_MODULE(_qdq, m) {
     return BlockPool::instance().set_limit(static_cast<size_t>(bytes));
   });
   m.def("buffer_cache_bytes", [] { return BlockPool::instance().kept_bytes(); });
+  m.def("set_result_dtypes", [](const py::dict& dtypes) {  // replaces the whole table
+    std::vector<py::object> table(result_dtypes().size());
+    for (const auto& [key, value] : dtypes) {
+      const DataType type = to_type(py::cast<int64_t>(key));
+      const py::dtype dtype = py::reinterpret_borrow<py::dtype>(value);
+      if (!py::isinstance<py::dtype>(value) || dtype.itemsize() != static_cast<py::ssize_t>(item_bytes(type))) {
+        throw py::type_error("set_result_dtypes: expected a dtype of " + std::to_string(item_bytes(type)) +
+                             "-byte items for " + qdq::data_type_name(type));
+      }
+      table[static_cast<size_t>(type)] = py::reinterpret_borrow<py::object>(value);
+    }
+    result_dtypes().swap(table);
+  });
   m.def("operator_version", &qdq::quantize_linear_version);
 #ifdef QDQ_PYTHON_WITH_ONNX
   m.def("load_tensor", &load_tensor, py::arg("path"));
