@@ -494,9 +494,11 @@ def _int_arg(value, what):
 
 
 def _common_attributes(attrs, axis, block_size, output_dtype):
+    # (type(...) is int first: each function call costs about as much as a small tensor's kernel.)
     if axis is not _AXIS_DEFAULT:
-        attrs["axis"] = _int_arg(axis, "axis")
-    block_size = _int_arg(block_size, "block_size")
+        attrs["axis"] = axis if type(axis) is int else _int_arg(axis, "axis")
+    if type(block_size) is not int:
+        block_size = _int_arg(block_size, "block_size")
     if block_size != 0:
         attrs["block_size"] = block_size
     # (A str first: the ABC check isinstance(..., Integral) costs more than the rest of a small call.)
@@ -534,9 +536,10 @@ def quantize_linear(x, scale, zero_point=None, *, axis=_AXIS_DEFAULT, block_size
     """
     attrs = {}
     _common_attributes(attrs, axis, block_size, output_dtype)
-    if isinstance(saturate, bool):
-        if not saturate:
-            attrs["saturate"] = 0
+    if saturate is True:
+        pass
+    elif isinstance(saturate, bool):
+        attrs["saturate"] = 0
     else:
         saturate = _int_arg(saturate, "saturate")
         if saturate != 1:
@@ -544,13 +547,14 @@ def quantize_linear(x, scale, zero_point=None, *, axis=_AXIS_DEFAULT, block_size
     if precision is not None and not (isinstance(precision, _numbers.Integral)
                                       and not isinstance(precision, bool) and int(precision) == 0):
         attrs["precision"] = _type_number(precision, "precision")
-    opset = _int_arg(opset, "opset")
-    xa, xt = _as_input(x, "x", raw_sub_byte=True)
-    sa, st = _as_input(scale, "scale", raw_sub_byte=True)
-    za, zt = _zero_point_input(zero_point)
+    if type(opset) is not int:
+        opset = _int_arg(opset, "opset")
+    xa, xt = _as_input(x, "x", True)
+    sa, st = _as_input(scale, "scale", True)
+    za, zt = (None, 0) if zero_point is None else _as_input(zero_point, "zero_point", True)
     if not isinstance(packed, bool):
         raise TypeError(f"packed must be a bool, got {type(packed).__name__}")
-    y, yt = _qdq.quantize_linear(xa, xt, sa, st, za, zt, attrs, opset, _as_out(out), packed)
+    y, yt = _qdq.quantize_linear(xa, xt, sa, st, za, zt, attrs, opset, None if out is None else _as_out(out), packed)
     if packed:
         return PackedTensor(y, yt, _np.shape(xa) if not isinstance(xa, tuple) else xa[1])
     return _result(y, yt, out)
@@ -568,11 +572,12 @@ def dequantize_linear(x, scale, zero_point=None, *, axis=_AXIS_DEFAULT, block_si
     """
     attrs = {}
     _common_attributes(attrs, axis, block_size, output_dtype)
-    opset = _int_arg(opset, "opset")
-    xa, xt = _as_input(x, "x", raw_sub_byte=True)
-    sa, st = _as_input(scale, "scale", raw_sub_byte=True)
-    za, zt = _zero_point_input(zero_point)
-    y, yt = _qdq.dequantize_linear(xa, xt, sa, st, za, zt, attrs, opset, _as_out(out))
+    if type(opset) is not int:
+        opset = _int_arg(opset, "opset")
+    xa, xt = _as_input(x, "x", True)
+    sa, st = _as_input(scale, "scale", True)
+    za, zt = (None, 0) if zero_point is None else _as_input(zero_point, "zero_point", True)
+    y, yt = _qdq.dequantize_linear(xa, xt, sa, st, za, zt, attrs, opset, None if out is None else _as_out(out))
     return _result(y, yt, out)
 
 

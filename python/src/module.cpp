@@ -437,9 +437,8 @@ struct Input {
   // False (view unchanged) for other types, two's complement codes of signed types in uint8 items,
   // and arrays holding any other byte (left to pack_whole, which reports or masks them).
   std::optional<qdq::TensorView> as_byte_integers() const {
-    if (items == nullptr || view.type == DataType::kFloat4E2M1) return std::nullopt;
+    if (!may_be_byte_integers()) return std::nullopt;
     const bool signed_type = is_signed_sub_byte(view.type);
-    if (signed_type && check_items && !signed_items) return std::nullopt;
     const uint64_t count = qdq::element_count(shape);
     bool values;
     if (count >= kReleaseGilItems) {
@@ -450,6 +449,13 @@ struct Input {
     }
     if (!values) return std::nullopt;
     return qdq::TensorView{signed_type ? DataType::kInt8 : DataType::kUint8, shape, items, count};
+  }
+
+  // Whether as_byte_integers() can succeed: deferred items of the integer sub-byte types, in a form
+  // whose bytes can be the values.
+  bool may_be_byte_integers() const {
+    if (items == nullptr || view.type == DataType::kFloat4E2M1) return false;
+    return !(is_signed_sub_byte(view.type) && check_items && !signed_items);
   }
 
   [[noreturn]] void throw_bad_item() const {
@@ -758,8 +764,8 @@ py::tuple dequantize_linear(const py::object& x, int64_t x_type, const py::objec
     // Sub-byte integers given as 8-bit values (and their zero point likewise, or none) are the
     // same operator call on int8/uint8 tensors: (x - zero_point) * scale of the same integers,
     // rounded once. Read in place, they skip the packing pass and its buffer, most of the cost
-    // beyond the kernel for a tensor that fits in cache. Large calls keep the chunked packing
-    // below, which reads the items from memory once where this route would read them twice.
+    // beyond the kernel for a tensor that fits in cache. (Large calls do the same chunk by chunk
+    // below, each chunk checked while it is in cache.)
     std::optional<qdq::TensorView> x8 = xi.as_byte_integers();
     std::optional<qdq::TensorView> z8;
     if (x8 && zi) z8 = zi->as_byte_integers();
@@ -773,6 +779,12 @@ py::tuple dequantize_linear(const py::object& x, int64_t x_type, const py::objec
     }
     xi.pack_whole();
   }
+  // In chunks: each chunk whose items are all 8-bit values is read in place as int8/uint8 (with the
+  // zero point in that form too), any other is packed into the chunk buffer (ml_dtypes' own layout,
+  // or a bad item, found there).
+  std::optional<qdq::TensorView> z8;
+  const bool chunks_as_bytes = plan.step != 0 && xi.may_be_byte_integers() &&
+                               (!zi || (z8 = zi->as_byte_integers()).has_value());
   if (zi) zi->pack_whole();
   Output y(spec, out, false);
   bool bad_item = false;
@@ -786,11 +798,13 @@ py::tuple dequantize_linear(const py::object& x, int64_t x_type, const py::objec
       const DataType xt = xi.view.type;
       const int bits = qdq::bit_width(xt);
       Buffer chunk(qdq::storage_bytes(xt, static_cast<uint64_t>(plan.step) * plan.row_elems) + 1);
+      const bool signed_type = is_signed_sub_byte(xt);
       for (int64_t r0 = 0; r0 < plan.rows && !bad_item; r0 += plan.step) {
         const int64_t r1 = std::min(plan.rows, r0 + plan.step);
         const uint64_t n = static_cast<uint64_t>(r1 - r0) * plan.row_elems;
-        if (!check_and_pack(xi.items + static_cast<uint64_t>(r0) * plan.row_elems, n, bits, xi.signed_items,
-                            xi.check_items, chunk.get())) {
+        const uint8_t* chunk_items = xi.items + static_cast<uint64_t>(r0) * plan.row_elems;
+        const bool as_bytes = chunks_as_bytes && items_are_values(chunk_items, n, bits, signed_type);
+        if (!as_bytes && !check_and_pack(chunk_items, n, bits, xi.signed_items, xi.check_items, chunk.get())) {
           bad_item = true;
           break;
         }
@@ -798,8 +812,10 @@ py::tuple dequantize_linear(const py::object& x, int64_t x_type, const py::objec
         std::optional<RowSlice> ss, zs;
         const qdq::TensorView sv = scale_slice(plan, si.view, r0, r1, ss);
         qdq::TensorView zslice;
-        if (zv) zslice = scale_slice(plan, *zv, r0, r1, zs);
-        const qdq::TensorView xv{xt, ys.shape, chunk.get(), qdq::storage_bytes(xt, n)};
+        if (zv) zslice = scale_slice(plan, as_bytes ? *z8 : *zv, r0, r1, zs);
+        const qdq::TensorView xv = as_bytes ? qdq::TensorView{signed_type ? DataType::kInt8 : DataType::kUint8,
+                                                              ys.shape, chunk_items, n}
+                                            : qdq::TensorView{xt, ys.shape, chunk.get(), qdq::storage_bytes(xt, n)};
         const qdq::MutableTensorView yv{y.type, ys.shape, ys.data, ys.size_bytes};
         qdq::dequantize_linear(attrs, xv, sv, zv ? &zslice : nullptr, yv, execution_options());
       }

@@ -134,3 +134,38 @@ def test_the_library_call_can_be_timed_in_process():
     assert qdq._qdq._time_library_call(False, a, at, s, 1, None, 0, {}, 25, 2) > 0
     with pytest.raises(ValueError, match="element type"):
         qdq._qdq._time_library_call(False, x, 1, s, 1, None, 0, {}, 25, 1)
+
+
+@pytest.mark.parametrize("dtype", sorted(INTEGER_SUB_BYTE))
+@pytest.mark.parametrize("shape,kw,scale_shape", [((1024, 1024), {"axis": 0, "block_size": 32}, (32, 1024)),
+                                                  ((2048, 512), {"axis": 1, "block_size": 32}, (2048, 16)),
+                                                  ((1 << 20,), {}, ())])
+def test_large_calls_read_chunks_in_place_or_packed_like_the_packed_tensor(dtype, shape, kw, scale_shape):
+    # Large enough to be split into chunks (python/src/module.cpp, ChunkPlan) at one thread.
+    old = qdq.get_num_threads()
+    qdq.set_num_threads(1)
+    try:
+        lo, hi = INTEGER_SUB_BYTE[dtype]
+        signed = lo < 0
+        values = RNG.integers(lo, hi + 1, shape)
+        s = RNG.uniform(0.01, 2, scale_shape).astype(np.float32)
+        zp = qdq.CodeArray(RNG.integers(lo, hi + 1, scale_shape).astype(np.int8 if signed else np.uint8), dtype)
+        forms = representations(values, dtype)
+        want = qdq.dequantize_linear(qdq.pack(forms["CodeArray"]), s, qdq.pack(zp), **kw)
+        if ml_dtypes is not None:
+            # qdq's layout except for one negative value in ml_dtypes' own (low bits only) in a late
+            # chunk: that chunk is packed, the others are read in place.
+            mixed = np.array(forms["ml_dtypes (qdq's layout)"])
+            flat = mixed.reshape(-1).view(np.uint8)
+            k = flat.size * 3 // 4
+            flat[k] = np.uint8(lo + 16 if signed else hi) & ((1 << (4 if "4" in dtype else 2)) - 1)
+            values.reshape(-1)[k] = lo if signed else hi
+            forms["ml_dtypes (mixed layouts)"] = mixed
+            want_mixed = qdq.dequantize_linear(qdq.pack(qdq.CodeArray(values.astype(
+                np.int8 if signed else np.uint8), dtype)), s, qdq.pack(zp), **kw)
+        for name, x in forms.items():
+            expected = want_mixed if name == "ml_dtypes (mixed layouts)" else want
+            assert_bit_exact(qdq.dequantize_linear(x, s, zp, **kw), expected, f"{dtype} {name} {kw}")
+            assert_bit_exact(qdq.dequantize_linear(x, s, qdq.pack(zp), **kw), expected, f"{dtype} {name} packed zp")
+    finally:
+        qdq.set_num_threads(old)
