@@ -783,8 +783,8 @@ py::tuple dequantize_linear(const py::object& x, int64_t x_type, const py::objec
   // zero point in that form too), any other is packed into the chunk buffer (ml_dtypes' own layout,
   // or a bad item, found there).
   std::optional<qdq::TensorView> z8;
-  const bool chunks_as_bytes = plan.step != 0 && xi.may_be_byte_integers() &&
-                               (!zi || (z8 = zi->as_byte_integers()).has_value());
+  const bool chunks_as_bytes =
+      plan.step != 0 && xi.may_be_byte_integers() && (!zi || (z8 = zi->as_byte_integers()).has_value());
   if (zi) zi->pack_whole();
   Output y(spec, out, false);
   bool bad_item = false;
@@ -813,9 +813,9 @@ py::tuple dequantize_linear(const py::object& x, int64_t x_type, const py::objec
         const qdq::TensorView sv = scale_slice(plan, si.view, r0, r1, ss);
         qdq::TensorView zslice;
         if (zv) zslice = scale_slice(plan, as_bytes ? *z8 : *zv, r0, r1, zs);
-        const qdq::TensorView xv = as_bytes ? qdq::TensorView{signed_type ? DataType::kInt8 : DataType::kUint8,
-                                                              ys.shape, chunk_items, n}
-                                            : qdq::TensorView{xt, ys.shape, chunk.get(), qdq::storage_bytes(xt, n)};
+        const qdq::TensorView xv =
+            as_bytes ? qdq::TensorView{signed_type ? DataType::kInt8 : DataType::kUint8, ys.shape, chunk_items, n}
+                     : qdq::TensorView{xt, ys.shape, chunk.get(), qdq::storage_bytes(xt, n)};
         const qdq::MutableTensorView yv{y.type, ys.shape, ys.data, ys.size_bytes};
         qdq::dequantize_linear(attrs, xv, sv, zv ? &zslice : nullptr, yv, execution_options());
       }
