@@ -68,7 +68,8 @@ Everything the library rejects (types, shapes, attributes, out-of-range codes) r
 qdq's message; arguments of the wrong Python type raise TypeError. The computation runs without the
 GIL, on qdq's thread pool: ``qdq.set_num_threads(n)`` sets its size (0 = default: QDQ_NUM_THREADS,
 else the number of hardware threads). Contiguous inputs of the right dtype are read in place, not
-copied (sub-byte inputs are packed into a temporary buffer).
+copied (sub-byte inputs are packed into a temporary buffer, except int4/uint4/int2/uint2 values that
+DequantizeLinear reads in place as the same int8/uint8 tensor).
 """
 
 import json as _json

@@ -434,8 +434,8 @@ struct Input {
   // For deferred items of int4, uint4, int2 or uint2 that are all values in 8-bit form (sign-extended
   // int8 for the signed types, uint8 codes for the unsigned ones, as qdq's results and CodeArrays hold
   // them): the same tensor as int8/uint8, read in place, with no packing pass nor packed buffer.
-  // False (view unchanged) for other types, two's complement codes of signed types in uint8 items,
-  // and arrays holding any other byte (left to pack_whole, which reports or masks them).
+  // nullopt for other types, two's complement codes of signed types in uint8 items, and arrays
+  // holding any other byte (left to pack_whole, which reports or masks them); the view is unchanged.
   std::optional<qdq::TensorView> as_byte_integers() const {
     if (!may_be_byte_integers()) return std::nullopt;
     const bool signed_type = is_signed_sub_byte(view.type);
