@@ -169,3 +169,29 @@ def test_large_calls_read_chunks_in_place_or_packed_like_the_packed_tensor(dtype
             assert_bit_exact(qdq.dequantize_linear(x, s, qdq.pack(zp), **kw), expected, f"{dtype} {name} packed zp")
     finally:
         qdq.set_num_threads(old)
+
+
+def numpy_packed(values, bits):
+    """ONNX's packed bytes of `values` computed by NumPy (first element in the low bits, zero padding)."""
+    per_byte = 8 // bits
+    c = (values.astype(np.int16) & ((1 << bits) - 1)).astype(np.uint8).reshape(-1)
+    c = np.concatenate([c, np.zeros(-c.size % per_byte, np.uint8)]).reshape(-1, per_byte)
+    return np.bitwise_or.reduce(c << (np.arange(per_byte, dtype=np.uint8) * bits), axis=1).astype(np.uint8)
+
+
+@pytest.mark.parametrize("dtype", sorted(INTEGER_SUB_BYTE) + ["float4e2m1"])
+def test_unpacking_word_by_word_gives_every_code(dtype):
+    lo, hi = INTEGER_SUB_BYTE.get(dtype, (0, 15))
+    bits = 2 if "2" in dtype and dtype != "float4e2m1" else 4
+    for n in list(range(0, 70)) + [100003, 1 << 20]:
+        values = RNG.integers(lo, hi + 1, n)
+        got = qdq.unpack(qdq.PackedTensor(numpy_packed(values, bits), dtype, (n,)))
+        assert qdq.element_type(got) == dtype
+        items = qdq._as_input(got, "x")[0].view(np.ndarray)
+        assert np.array_equal(items.astype(np.int64), values), f"{dtype} n={n}"
+        # The operators' results unpack the same way (a packed result, unpacked by the binding).
+        if n and dtype != "float4e2m1":
+            x = values.astype(np.float32)
+            q = qdq.quantize_linear(x, np.float32(1), output_dtype=dtype) if lo < 0 else \
+                qdq.quantize_linear(x, np.float32(1), qdq.CodeArray(np.array(0, np.uint8), dtype))
+            assert np.array_equal(qdq._as_input(q, "q")[0].view(np.ndarray).astype(np.int64), values), f"{dtype} n={n}"
