@@ -26,7 +26,6 @@
 #endif
 
 #include <algorithm>
-#include <bit>
 #include <chrono>
 #include <cstdint>
 #include <cstdlib>
@@ -135,6 +134,13 @@ std::vector<int64_t> shape_of(const py::array& a) { return std::vector<int64_t>(
 #else
 #define QDQ_PY_VECTOR_CLONES
 #endif
+// The passes' loops are inline functions of types/packing_bulk.hpp; a call the compiler declines to
+// inline would run the baseline code. flatten inlines every call into the clone.
+#if defined(__GNUC__) || defined(__clang__)
+#define QDQ_PY_FLATTEN __attribute__((flatten))
+#else
+#define QDQ_PY_FLATTEN
+#endif
 
 // Whether any of `count` items is not a `Bits`-bit value (Signed) or code: an OR over all items
 // without early exit and with constant shifts, which compilers vectorise.
@@ -152,8 +158,8 @@ inline bool any_out_of_range(const uint8_t* items, uint64_t count) {
 // that each is a `bits`-bit value (`signed_items`) or code. Works in chunks that stay in L1, each
 // checked and then packed, so the items are read from memory once. Returns false, with `packed`
 // partly written, at the first chunk that holds a bad item.
-QDQ_PY_VECTOR_CLONES bool check_and_pack(const uint8_t* items, uint64_t count, int bits, bool signed_items, bool check,
-                                         uint8_t* packed) {
+QDQ_PY_VECTOR_CLONES QDQ_PY_FLATTEN bool check_and_pack(const uint8_t* items, uint64_t count, int bits,
+                                                        bool signed_items, bool check, uint8_t* packed) {
   constexpr uint64_t kChunk = 16384;  // a multiple of 4: every chunk starts on a packed byte
   for (uint64_t start = 0; start < count; start += kChunk) {
     const uint64_t n = std::min(kChunk, count - start);
@@ -180,46 +186,9 @@ QDQ_PY_VECTOR_CLONES bool items_are_values(const uint8_t* items, uint64_t count,
   return signed_values ? !any_out_of_range<2, true>(items, count) : !any_out_of_range<2, false>(items, count);
 }
 
-// The codes of `whole` packed bytes, one per byte (sign-extended when Signed): each packed byte
-// becomes one 16-bit (4-bit codes) or 32-bit (2-bit codes) word holding its codes in its bytes, first
-// code lowest, computed with shifts and masks in that word. Unlike a loop storing out[2 * i] and
-// out[2 * i + 1], which compilers vectorise with byte shuffles (or not at all), this widens each byte
-// and writes whole words: 2-4x faster (64 Ki int4 codes: ~2 µs -> under 1 µs). Little-endian only.
-template <int Bits, bool Signed>
-inline void unpack_whole_bytes(const uint8_t* packed, uint64_t whole, uint8_t* items) {
-  for (uint64_t i = 0; i < whole; ++i) {
-    const uint32_t b = packed[i];
-    if constexpr (Bits == 4) {
-      auto word = static_cast<uint16_t>((b & 0x0Fu) | ((b & 0xF0u) << 4));
-      if constexpr (Signed) word = static_cast<uint16_t>(word | (word & 0x0808u) * 0x1Eu);  // 0x08 -> 0xF8
-      std::memcpy(items + 2 * i, &word, 2);
-    } else {
-      uint32_t word = (b | b << 6 | b << 12 | b << 18) & 0x03030303u;
-      if constexpr (Signed) word |= (word & 0x02020202u) * 0x7Eu;  // 0x02 -> 0xFE, within each byte
-      std::memcpy(items + 4 * i, &word, 4);
-    }
-  }
-}
-
-// unpack_all_codes, compiled for the vector targets, whole packed bytes word by word.
-QDQ_PY_VECTOR_CLONES void unpack_codes(const uint8_t* packed, int bits, uint64_t count, bool sign_extend,
-                                       uint8_t* items) {
-  if constexpr (std::endian::native == std::endian::little) {
-    if (bits == 4 || bits == 2) {
-      const uint64_t per_byte = 8 / static_cast<uint64_t>(bits);
-      const uint64_t whole = count / per_byte;
-      if (bits == 4) {
-        sign_extend ? unpack_whole_bytes<4, true>(packed, whole, items)
-                    : unpack_whole_bytes<4, false>(packed, whole, items);
-      } else {
-        sign_extend ? unpack_whole_bytes<2, true>(packed, whole, items)
-                    : unpack_whole_bytes<2, false>(packed, whole, items);
-      }
-      packed += whole;
-      items += whole * per_byte;
-      count -= whole * per_byte;
-    }
-  }
+// unpack_all_codes, compiled for the vector targets.
+QDQ_PY_VECTOR_CLONES QDQ_PY_FLATTEN void unpack_codes(const uint8_t* packed, int bits, uint64_t count, bool sign_extend,
+                                                      uint8_t* items) {
   qdq::detail::unpack_all_codes(packed, bits, static_cast<int64_t>(count), sign_extend, items);
 }
 
