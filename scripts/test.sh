@@ -36,6 +36,9 @@ build/venv/bin/python -m pytest -q tests/model
 step "Python package: wheel (scikit-build-core) tested in venvs with and without ml_dtypes"
 bash scripts/test_python_package.sh --prebuilt build/release
 
+step "scripts/bench_python.py runs (its NumPy formulas must equal qdq's results bit for bit; timings not checked)"
+build/venv/bin/python scripts/bench_python.py --sizes 65536 --seconds 0.02 --samples 3 | tail -1
+
 step "differential vs onnx.reference and onnxruntime (seeded, counts below)"
 build/venv/bin/python scripts/differential.py --cases 3000 --seed 20250601
 

@@ -277,7 +277,9 @@ int environment_threads() {
     const long n = std::strtol(env, &end, 10);
     if (end != env && *end == '\0' && n > 0) return static_cast<int>(std::min(n, 1024L));
   }
-  const unsigned hw = std::thread::hardware_concurrency();
+  // Read once: glibc opens and reads /sys/devices/system/cpu/online on every call, a few
+  // microseconds that every operator call without an explicit thread count would pay.
+  static const unsigned hw = std::thread::hardware_concurrency();
   return hw == 0 ? 1 : static_cast<int>(hw);
 }
 

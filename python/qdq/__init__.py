@@ -68,7 +68,8 @@ Everything the library rejects (types, shapes, attributes, out-of-range codes) r
 qdq's message; arguments of the wrong Python type raise TypeError. The computation runs without the
 GIL, on qdq's thread pool: ``qdq.set_num_threads(n)`` sets its size (0 = default: QDQ_NUM_THREADS,
 else the number of hardware threads). Contiguous inputs of the right dtype are read in place, not
-copied (sub-byte inputs are packed into a temporary buffer).
+copied (sub-byte inputs are packed into a temporary buffer, except int4/uint4/int2/uint2 values that
+DequantizeLinear reads in place as the same int8/uint8 tensor).
 """
 
 import json as _json
@@ -164,6 +165,15 @@ def _ml_dtype(t):
 
 HAVE_ML_DTYPES = _ml_dtypes is not None
 
+# Resolved once at import, so a call looks a dtype up in a dict instead of asking NumPy for its
+# name (dtype.name runs Python code in NumPy 2) or building an ml_dtypes dtype.
+_ML_DTYPE_BY_TYPE = {t: dt for t, dt in ((t, _ml_dtype(t)) for t in _CODE_TYPES) if dt is not None}
+_TYPE_BY_ML_DTYPE = {dt: t for t, dt in _ML_DTYPE_BY_TYPE.items()}
+# Arrays of these dtypes go to the compiled layer as they are (_as_input's fast path): NumPy's own
+# types, and with raw_sub_byte the ml_dtypes ones (it reads their items' codes, see module.cpp).
+_RAW_TYPE_BY_DTYPE = {**_NATIVE_BY_DTYPE, **_TYPE_BY_ML_DTYPE}
+_qdq.set_result_dtypes(_ML_DTYPE_BY_TYPE)
+
 
 def _type_name(t):
     """qdq's lower-case name of type number t ("int4", "float8e4m3fn")."""
@@ -177,10 +187,7 @@ def _type_from_dtype(dt):
     t = _NATIVE_BY_DTYPE.get(dt)
     if t is not None:
         return t
-    t = _ML_NAME_TO_TYPE.get(dt.name)
-    if t is not None and _ml_dtypes is not None and dt == _ml_dtype(t):
-        return t
-    return None
+    return _TYPE_BY_ML_DTYPE.get(dt)
 
 
 # Type names already resolved (output_dtype="int4" on every call resolves once): name -> number.
@@ -324,13 +331,22 @@ def _as_input(value, what, raw_sub_byte=False):
     raw_sub_byte: pass ml_dtypes sub-byte arrays as they are (the compiled layer reads the low bits of
     each byte, with no NumPy pass); a PackedTensor becomes the (bytes, shape) pair the compiled layer
     takes as packed input."""
-    if type(value) is _np.ndarray:
-        # The common case first, at a fraction of the general path's cost (it matters for small
-        # tensors): a plain, native, aligned, C-contiguous array of a type NumPy has.
-        t = _NATIVE_BY_DTYPE.get(value.dtype)
+    kind = type(value)
+    if kind is _np.ndarray:
+        # The common cases first, at a fraction of the general path's cost (it matters for small
+        # tensors): a plain, native, aligned, C-contiguous array of a type NumPy has, or (raw_sub_byte)
+        # of an ml_dtypes type.
+        t = (_RAW_TYPE_BY_DTYPE if raw_sub_byte else _NATIVE_BY_DTYPE).get(value.dtype)
         if t is not None:
             flags = value.flags
             if flags.c_contiguous and flags.aligned:
+                return value, t
+    elif kind is CodeArray:
+        # Passed as it is: the compiled layer reads any ndarray subclass's items.
+        t = _TYPE_BY_NAME.get(value.qdq_dtype)
+        if t is not None:
+            flags = value.flags
+            if flags.c_contiguous and flags.aligned and value.dtype.isnative:
                 return value, t
     else:
         t = _NATIVE_BY_SCALAR_TYPE.get(type(value))  # a NumPy scalar such as np.float32(0.02)
@@ -370,7 +386,7 @@ def _as_output(array, t):
     """A result of the compiled layer in the user's representation."""
     if t not in _CODE_TYPES:
         return array
-    ml = _ml_dtype(t)
+    ml = _ML_DTYPE_BY_TYPE.get(t)
     if ml is not None:
         return array.view(ml)
     out = array.view(CodeArray)
@@ -479,9 +495,11 @@ def _int_arg(value, what):
 
 
 def _common_attributes(attrs, axis, block_size, output_dtype):
+    # (type(...) is int first: each function call costs about as much as a small tensor's kernel.)
     if axis is not _AXIS_DEFAULT:
-        attrs["axis"] = _int_arg(axis, "axis")
-    block_size = _int_arg(block_size, "block_size")
+        attrs["axis"] = axis if type(axis) is int else _int_arg(axis, "axis")
+    if type(block_size) is not int:
+        block_size = _int_arg(block_size, "block_size")
     if block_size != 0:
         attrs["block_size"] = block_size
     # (A str first: the ABC check isinstance(..., Integral) costs more than the rest of a small call.)
@@ -498,7 +516,10 @@ def _zero_point_input(zero_point):
 
 
 def _result(y, yt, out):
-    return out if out is not None else _as_output(y, yt)
+    if out is not None:
+        return out
+    # Results of ml_dtypes types come with their dtype already (_qdq.set_result_dtypes).
+    return _as_output(y, yt) if yt in _CODE_TYPES and yt not in _ML_DTYPE_BY_TYPE else y
 
 
 def quantize_linear(x, scale, zero_point=None, *, axis=_AXIS_DEFAULT, block_size=0, saturate=True,
@@ -516,9 +537,10 @@ def quantize_linear(x, scale, zero_point=None, *, axis=_AXIS_DEFAULT, block_size
     """
     attrs = {}
     _common_attributes(attrs, axis, block_size, output_dtype)
-    if isinstance(saturate, bool):
-        if not saturate:
-            attrs["saturate"] = 0
+    if saturate is True:
+        pass
+    elif isinstance(saturate, bool):
+        attrs["saturate"] = 0
     else:
         saturate = _int_arg(saturate, "saturate")
         if saturate != 1:
@@ -526,13 +548,14 @@ def quantize_linear(x, scale, zero_point=None, *, axis=_AXIS_DEFAULT, block_size
     if precision is not None and not (isinstance(precision, _numbers.Integral)
                                       and not isinstance(precision, bool) and int(precision) == 0):
         attrs["precision"] = _type_number(precision, "precision")
-    opset = _int_arg(opset, "opset")
-    xa, xt = _as_input(x, "x", raw_sub_byte=True)
-    sa, st = _as_input(scale, "scale", raw_sub_byte=True)
-    za, zt = _zero_point_input(zero_point)
+    if type(opset) is not int:
+        opset = _int_arg(opset, "opset")
+    xa, xt = _as_input(x, "x", True)
+    sa, st = _as_input(scale, "scale", True)
+    za, zt = (None, 0) if zero_point is None else _as_input(zero_point, "zero_point", True)
     if not isinstance(packed, bool):
         raise TypeError(f"packed must be a bool, got {type(packed).__name__}")
-    y, yt = _qdq.quantize_linear(xa, xt, sa, st, za, zt, attrs, opset, _as_out(out), packed)
+    y, yt = _qdq.quantize_linear(xa, xt, sa, st, za, zt, attrs, opset, None if out is None else _as_out(out), packed)
     if packed:
         return PackedTensor(y, yt, _np.shape(xa) if not isinstance(xa, tuple) else xa[1])
     return _result(y, yt, out)
@@ -550,11 +573,12 @@ def dequantize_linear(x, scale, zero_point=None, *, axis=_AXIS_DEFAULT, block_si
     """
     attrs = {}
     _common_attributes(attrs, axis, block_size, output_dtype)
-    opset = _int_arg(opset, "opset")
-    xa, xt = _as_input(x, "x", raw_sub_byte=True)
-    sa, st = _as_input(scale, "scale", raw_sub_byte=True)
-    za, zt = _zero_point_input(zero_point)
-    y, yt = _qdq.dequantize_linear(xa, xt, sa, st, za, zt, attrs, opset, _as_out(out))
+    if type(opset) is not int:
+        opset = _int_arg(opset, "opset")
+    xa, xt = _as_input(x, "x", True)
+    sa, st = _as_input(scale, "scale", True)
+    za, zt = (None, 0) if zero_point is None else _as_input(zero_point, "zero_point", True)
+    y, yt = _qdq.dequantize_linear(xa, xt, sa, st, za, zt, attrs, opset, None if out is None else _as_out(out))
     return _result(y, yt, out)
 
 

@@ -26,6 +26,7 @@
 #endif
 
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -66,6 +67,10 @@ bool is_sub_byte(DataType type) { return qdq::bit_width(type) > 0 && qdq::bit_wi
 
 bool is_signed_sub_byte(DataType type) { return type == DataType::kInt4 || type == DataType::kInt2; }
 
+// Passes over fewer items than this keep the GIL: they take about as long as releasing and taking
+// it back.
+constexpr uint64_t kReleaseGilItems = uint64_t{1} << 18;
+
 /// The NumPy dtype that holds one element (or, for packed and narrow float types, one code) of
 /// `type`, from the type list: floats with a NumPy type as themselves, integers as the integer of
 /// their width (packed ones one per int8/uint8), other narrow codes as the unsigned integer of theirs.
@@ -96,6 +101,22 @@ py::dtype storage_dtype(DataType type) {
   throw qdq::Error("element type " + qdq::data_type_name(type) + " is not supported by the Python module");
 }
 
+// The dtypes operator results of types NumPy lacks are made with (set_result_dtypes: ml_dtypes'
+// dtypes, whose items hold the codes as this module's conventions do), so the Python layer need not
+// view every result again; storage_dtype() where none is set. Set at import, read with the GIL held.
+std::vector<py::object>& result_dtypes() {
+  static auto* dtypes = new std::vector<py::object>(32);  // never destroyed: outlives the interpreter's teardown
+  return *dtypes;
+}
+
+py::dtype result_dtype(DataType type) {
+  const auto index = static_cast<size_t>(type);
+  if (index < result_dtypes().size() && result_dtypes()[index]) {
+    return py::reinterpret_borrow<py::dtype>(result_dtypes()[index]);
+  }
+  return storage_dtype(type);
+}
+
 DataType to_type(int64_t value) {
   if (!qdq::is_known_data_type(static_cast<int32_t>(value))) {
     throw qdq::Error("unknown ONNX element type number " + std::to_string(value));
@@ -112,6 +133,13 @@ std::vector<int64_t> shape_of(const py::array& a) { return std::vector<int64_t>(
 #define QDQ_PY_VECTOR_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 #else
 #define QDQ_PY_VECTOR_CLONES
+#endif
+// The passes' loops are inline functions of types/packing_bulk.hpp; a call the compiler declines to
+// inline would run the baseline code. flatten inlines every call into the clone.
+#if defined(__GNUC__) || defined(__clang__)
+#define QDQ_PY_FLATTEN __attribute__((flatten))
+#else
+#define QDQ_PY_FLATTEN
 #endif
 
 // Whether any of `count` items is not a `Bits`-bit value (Signed) or code: an OR over all items
@@ -130,8 +158,8 @@ inline bool any_out_of_range(const uint8_t* items, uint64_t count) {
 // that each is a `bits`-bit value (`signed_items`) or code. Works in chunks that stay in L1, each
 // checked and then packed, so the items are read from memory once. Returns false, with `packed`
 // partly written, at the first chunk that holds a bad item.
-QDQ_PY_VECTOR_CLONES bool check_and_pack(const uint8_t* items, uint64_t count, int bits, bool signed_items, bool check,
-                                         uint8_t* packed) {
+QDQ_PY_VECTOR_CLONES QDQ_PY_FLATTEN bool check_and_pack(const uint8_t* items, uint64_t count, int bits,
+                                                        bool signed_items, bool check, uint8_t* packed) {
   constexpr uint64_t kChunk = 16384;  // a multiple of 4: every chunk starts on a packed byte
   for (uint64_t start = 0; start < count; start += kChunk) {
     const uint64_t n = std::min(kChunk, count - start);
@@ -147,9 +175,20 @@ QDQ_PY_VECTOR_CLONES bool check_and_pack(const uint8_t* items, uint64_t count, i
   return true;
 }
 
+// Whether every one of `count` bytes, read as int8 (Signed) or uint8, is a `Bits`-bit value: then the
+// bytes are an int8/uint8 tensor of the same values (what DequantizeLinear reads of a sub-byte
+// integer tensor). An ml_dtypes int4 array fails where it keeps a negative value's code in the low
+// bits only (0x0F for -1); a qdq result or a CodeArray passes.
+QDQ_PY_VECTOR_CLONES bool items_are_values(const uint8_t* items, uint64_t count, int bits, bool signed_values) {
+  if (bits == 4) {
+    return signed_values ? !any_out_of_range<4, true>(items, count) : !any_out_of_range<4, false>(items, count);
+  }
+  return signed_values ? !any_out_of_range<2, true>(items, count) : !any_out_of_range<2, false>(items, count);
+}
+
 // unpack_all_codes, compiled for the vector targets.
-QDQ_PY_VECTOR_CLONES void unpack_codes(const uint8_t* packed, int bits, uint64_t count, bool sign_extend,
-                                       uint8_t* items) {
+QDQ_PY_VECTOR_CLONES QDQ_PY_FLATTEN void unpack_codes(const uint8_t* packed, int bits, uint64_t count, bool sign_extend,
+                                                      uint8_t* items) {
   qdq::detail::unpack_all_codes(packed, bits, static_cast<int64_t>(count), sign_extend, items);
 }
 
@@ -299,10 +338,12 @@ class Buffer {
 };
 
 // A new C-contiguous array of `dtype` and `dims` whose memory comes from the pool and goes back to it
-// when the array and every view of it are gone. Call with the GIL held.
+// when the array and every view of it are gone (below the pool's size, NumPy's own memory: its
+// allocator is cheaper than a capsule-owned block). Call with the GIL held.
 py::array pooled_array(const py::dtype& dtype, const std::vector<py::ssize_t>& dims) {
   size_t bytes = static_cast<size_t>(dtype.itemsize());
   for (py::ssize_t d : dims) bytes *= static_cast<size_t>(d);
+  if (bytes < BlockPool::kMinPooled) return py::array(dtype, dims);
   struct Owned {
     void* data;
     size_t capacity;
@@ -397,6 +438,33 @@ struct Input {
     items = nullptr;
   }
 
+  // For deferred items of int4, uint4, int2 or uint2 that are all values in 8-bit form (sign-extended
+  // int8 for the signed types, uint8 codes for the unsigned ones, as qdq's results and CodeArrays hold
+  // them): the same tensor as int8/uint8, read in place, with no packing pass nor packed buffer.
+  // nullopt for other types, two's complement codes of signed types in uint8 items, and arrays
+  // holding any other byte (left to pack_whole, which reports or masks them); the view is unchanged.
+  std::optional<qdq::TensorView> as_byte_integers() const {
+    if (!may_be_byte_integers()) return std::nullopt;
+    const bool signed_type = is_signed_sub_byte(view.type);
+    const uint64_t count = qdq::element_count(shape);
+    bool values;
+    if (count >= kReleaseGilItems) {
+      py::gil_scoped_release release;
+      values = items_are_values(items, count, qdq::bit_width(view.type), signed_type);
+    } else {  // shorter than releasing and taking back the GIL
+      values = items_are_values(items, count, qdq::bit_width(view.type), signed_type);
+    }
+    if (!values) return std::nullopt;
+    return qdq::TensorView{signed_type ? DataType::kInt8 : DataType::kUint8, shape, items, count};
+  }
+
+  // Whether as_byte_integers() can succeed: deferred items of the integer sub-byte types, in a form
+  // whose bytes can be the values.
+  bool may_be_byte_integers() const {
+    if (items == nullptr || view.type == DataType::kFloat4E2M1) return false;
+    return !(is_signed_sub_byte(view.type) && check_items && !signed_items);
+  }
+
   [[noreturn]] void throw_bad_item() const {
     throw_bad_sub_byte_item(static_cast<const uint8_t*>(array.data()), qdq::element_count(shape),
                             qdq::bit_width(view.type), signed_items, view.type, what_);
@@ -464,7 +532,7 @@ struct Output {
       check_out(array);
     } else {
       std::vector<py::ssize_t> dims(shape.begin(), shape.end());
-      array = pooled_array(storage_dtype(type), dims);
+      array = pooled_array(result_dtype(type), dims);
     }
     items = static_cast<uint8_t*>(array.mutable_data());
     unpack = is_sub_byte(type);
@@ -539,8 +607,9 @@ struct ChunkPlan {
     constexpr uint64_t kChunkElems = uint64_t{1} << 18;
     const auto rank = static_cast<int64_t>(x.shape.size());
     const uint64_t count = qdq::element_count(x.shape);
+    if (rank == 0 || x.shape[0] < 2 || count < 2 * kChunkElems) return;  // before asking for the thread count
     const uint64_t target = kChunkElems * static_cast<uint64_t>(std::max(1, qdq::default_num_threads()));
-    if (rank == 0 || x.shape[0] < 2 || count < 2 * target) return;
+    if (count < 2 * target) return;
     rows = x.shape[0];
     row_elems = count / static_cast<uint64_t>(rows);
     int64_t axis = axis_attribute.value_or(1);
@@ -686,18 +755,44 @@ py::tuple dequantize_linear(const py::object& x, int64_t x_type, const py::objec
                             const py::object& zero_point, int64_t zero_point_type, const py::dict& attributes,
                             int64_t opset, const py::object& out) {
   const auto attrs = make_attributes<qdq::DequantizeLinearAttributes>(attributes, opset, "DequantizeLinear");
-  // Into the caller's out=, x is checked whole before anything is written; a new result may be
-  // abandoned half-written when a later chunk holds a bad item, so x is checked chunk by chunk.
-  Input xi(x, to_type(x_type), "x", /*defer_packing=*/out.is_none());
+  Input xi(x, to_type(x_type), "x", /*defer_packing=*/true);
   Input si(scale, to_type(scale_type), "scale");
   std::optional<Input> zi;
-  if (!zero_point.is_none()) zi.emplace(zero_point, to_type(zero_point_type), "zero_point");
+  if (!zero_point.is_none()) zi.emplace(zero_point, to_type(zero_point_type), "zero_point", /*defer_packing=*/true);
   const qdq::TensorView* zv = zi ? &zi->view : nullptr;
+  // Validated with the types the caller gave (the operator version's type rules apply to those).
   const qdq::TensorSpec spec = qdq::dequantize_linear_output(attrs, xi.view, si.view, zv);
-  const ChunkPlan plan =
-      xi.items ? ChunkPlan(xi.view, si.view, zv, attrs.axis, attrs.block_size, qdq::bit_width(xi.view.type))
-               : ChunkPlan();
-  if (plan.step == 0) xi.pack_whole();
+  // Into the caller's out=, x is checked whole before anything is written; a new result may be
+  // abandoned half-written when a later chunk holds a bad item, so x is checked chunk by chunk.
+  const ChunkPlan plan = xi.items && out.is_none() ? ChunkPlan(xi.view, si.view, zv, attrs.axis, attrs.block_size,
+                                                               qdq::bit_width(xi.view.type))
+                                                   : ChunkPlan();
+  if (plan.step == 0) {
+    // Sub-byte integers given as 8-bit values (and their zero point likewise, or none) are the
+    // same operator call on int8/uint8 tensors: (x - zero_point) * scale of the same integers,
+    // rounded once. Read in place, they skip the packing pass and its buffer, most of the cost
+    // beyond the kernel for a tensor that fits in cache. (Large calls do the same chunk by chunk
+    // below, each chunk checked while it is in cache.)
+    std::optional<qdq::TensorView> x8 = xi.as_byte_integers();
+    std::optional<qdq::TensorView> z8;
+    if (x8 && zi) z8 = zi->as_byte_integers();
+    if (x8 && (!zi || z8)) {
+      Output y(spec, out, false);
+      {
+        py::gil_scoped_release release;
+        qdq::dequantize_linear(attrs, *x8, si.view, z8 ? &*z8 : nullptr, y.view, execution_options());
+      }
+      return py::make_tuple(y.array, static_cast<int>(y.type));
+    }
+    xi.pack_whole();
+  }
+  // In chunks: each chunk whose items are all 8-bit values is read in place as int8/uint8 (with the
+  // zero point in that form too), any other is packed into the chunk buffer (ml_dtypes' own layout,
+  // or a bad item, found there).
+  std::optional<qdq::TensorView> z8;
+  const bool chunks_as_bytes =
+      plan.step != 0 && xi.may_be_byte_integers() && (!zi || (z8 = zi->as_byte_integers()).has_value());
+  if (zi) zi->pack_whole();
   Output y(spec, out, false);
   bool bad_item = false;
   {
@@ -710,11 +805,13 @@ py::tuple dequantize_linear(const py::object& x, int64_t x_type, const py::objec
       const DataType xt = xi.view.type;
       const int bits = qdq::bit_width(xt);
       Buffer chunk(qdq::storage_bytes(xt, static_cast<uint64_t>(plan.step) * plan.row_elems) + 1);
+      const bool signed_type = is_signed_sub_byte(xt);
       for (int64_t r0 = 0; r0 < plan.rows && !bad_item; r0 += plan.step) {
         const int64_t r1 = std::min(plan.rows, r0 + plan.step);
         const uint64_t n = static_cast<uint64_t>(r1 - r0) * plan.row_elems;
-        if (!check_and_pack(xi.items + static_cast<uint64_t>(r0) * plan.row_elems, n, bits, xi.signed_items,
-                            xi.check_items, chunk.get())) {
+        const uint8_t* chunk_items = xi.items + static_cast<uint64_t>(r0) * plan.row_elems;
+        const bool as_bytes = chunks_as_bytes && items_are_values(chunk_items, n, bits, signed_type);
+        if (!as_bytes && !check_and_pack(chunk_items, n, bits, xi.signed_items, xi.check_items, chunk.get())) {
           bad_item = true;
           break;
         }
@@ -722,8 +819,10 @@ py::tuple dequantize_linear(const py::object& x, int64_t x_type, const py::objec
         std::optional<RowSlice> ss, zs;
         const qdq::TensorView sv = scale_slice(plan, si.view, r0, r1, ss);
         qdq::TensorView zslice;
-        if (zv) zslice = scale_slice(plan, *zv, r0, r1, zs);
-        const qdq::TensorView xv{xt, ys.shape, chunk.get(), qdq::storage_bytes(xt, n)};
+        if (zv) zslice = scale_slice(plan, as_bytes ? *z8 : *zv, r0, r1, zs);
+        const qdq::TensorView xv =
+            as_bytes ? qdq::TensorView{signed_type ? DataType::kInt8 : DataType::kUint8, ys.shape, chunk_items, n}
+                     : qdq::TensorView{xt, ys.shape, chunk.get(), qdq::storage_bytes(xt, n)};
         const qdq::MutableTensorView yv{y.type, ys.shape, ys.data, ys.size_bytes};
         qdq::dequantize_linear(attrs, xv, sv, zv ? &zslice : nullptr, yv, execution_options());
       }
@@ -731,6 +830,44 @@ py::tuple dequantize_linear(const py::object& x, int64_t x_type, const py::objec
   }
   if (bad_item) xi.throw_bad_item();
   return py::make_tuple(y.array, static_cast<int>(y.type));
+}
+
+// Median seconds of one call of the library's operator alone, as `qdq bench` times it: the tensors
+// prepared once (sub-byte ones packed, a packed result buffer), then `samples` samples of `calls`
+// calls on the calling thread's view of qdq's pool. For scripts/bench_python.py, which alternates it
+// with the Python call to compare the two under the same machine load. Allocates the tensors once.
+double time_library_call(bool quantize, const py::object& x, int64_t x_type, const py::object& scale,
+                         int64_t scale_type, const py::object& zero_point, int64_t zero_point_type,
+                         const py::dict& attributes, int64_t opset, int64_t calls, int64_t samples) {
+  Input xi(x, to_type(x_type), "x");
+  Input si(scale, to_type(scale_type), "scale");
+  std::optional<Input> zi;
+  if (!zero_point.is_none()) zi.emplace(zero_point, to_type(zero_point_type), "zero_point");
+  const qdq::TensorView* zv = zi ? &zi->view : nullptr;
+  const auto qa = make_attributes<qdq::QuantizeLinearAttributes>(attributes, opset, "QuantizeLinear");
+  const auto da = quantize ? qdq::DequantizeLinearAttributes{}
+                           : make_attributes<qdq::DequantizeLinearAttributes>(attributes, opset, "DequantizeLinear");
+  const qdq::TensorSpec spec = quantize ? qdq::quantize_linear_output(qa, xi.view, si.view, zv)
+                                        : qdq::dequantize_linear_output(da, xi.view, si.view, zv);
+  Output y(spec, py::none(), /*packed_result=*/true);
+  std::vector<double> seconds;
+  {
+    py::gil_scoped_release release;
+    for (int64_t r = 0; r < std::max<int64_t>(1, samples); ++r) {
+      const auto t0 = std::chrono::steady_clock::now();
+      for (int64_t i = 0; i < calls; ++i) {
+        if (quantize) {
+          qdq::quantize_linear(qa, xi.view, si.view, zv, y.view, execution_options());
+        } else {
+          qdq::dequantize_linear(da, xi.view, si.view, zv, y.view, execution_options());
+        }
+      }
+      seconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() /
+                        static_cast<double>(std::max<int64_t>(1, calls)));
+    }
+  }
+  std::sort(seconds.begin(), seconds.end());
+  return seconds[seconds.size() / 2];
 }
 
 py::tuple dynamic_quantize_linear(const py::object& x, int64_t x_type, int64_t opset, const py::object& out) {
@@ -879,6 +1016,9 @@ PYBIND11_MODULE(_qdq, m) {
         py::arg("opset"), py::arg("out") = py::none());
   m.def("dynamic_quantize_linear", &dynamic_quantize_linear, py::arg("x"), py::arg("x_type"), py::arg("opset") = 11,
         py::arg("out") = py::none());
+  m.def("_time_library_call", &time_library_call, py::arg("quantize"), py::arg("x"), py::arg("x_type"),
+        py::arg("scale"), py::arg("scale_type"), py::arg("zero_point").none(true), py::arg("zero_point_type"),
+        py::arg("attributes"), py::arg("opset"), py::arg("calls"), py::arg("samples") = 1);
   m.def("pack", &pack, py::arg("array"), py::arg("type"));
   m.def("unpack", &unpack, py::arg("bytes"), py::arg("type"), py::arg("shape"));
   m.def("parse_data_type", [](const std::string& name) -> std::optional<int> {
@@ -901,6 +1041,19 @@ PYBIND11_MODULE(_qdq, m) {
     return BlockPool::instance().set_limit(static_cast<size_t>(bytes));
   });
   m.def("buffer_cache_bytes", [] { return BlockPool::instance().kept_bytes(); });
+  m.def("set_result_dtypes", [](const py::dict& dtypes) {  // replaces the whole table
+    std::vector<py::object> table(result_dtypes().size());
+    for (const auto& [key, value] : dtypes) {
+      const DataType type = to_type(py::cast<int64_t>(key));
+      const py::dtype dtype = py::reinterpret_borrow<py::dtype>(value);
+      if (!py::isinstance<py::dtype>(value) || dtype.itemsize() != static_cast<py::ssize_t>(item_bytes(type))) {
+        throw py::type_error("set_result_dtypes: expected a dtype of " + std::to_string(item_bytes(type)) +
+                             "-byte items for " + qdq::data_type_name(type));
+      }
+      table[static_cast<size_t>(type)] = py::reinterpret_borrow<py::object>(value);
+    }
+    result_dtypes().swap(table);
+  });
   m.def("operator_version", &qdq::quantize_linear_version);
 #ifdef QDQ_PYTHON_WITH_ONNX
   m.def("load_tensor", &load_tensor, py::arg("path"));
