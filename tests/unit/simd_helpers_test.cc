@@ -162,6 +162,42 @@ void CheckDecode(const char* name) {
   EXPECT_EQ(failures, 0) << name;
 }
 
+/// LoadDecoded<F> (the dequantize kernels' decode of one-byte codes) against decode<F> on every code,
+/// in every lane position, whole vectors and partial ones, bit for bit (NaN sign and payload included).
+template <class F>
+void CheckLoadDecoded(const char* name) {
+  const size_t lanes = hn::Lanes(DF());
+  constexpr uint32_t kCodes = 1u << F::kBits;
+  // Every code at every lane offset: kCodes + lanes codes read from each start 0 .. lanes - 1.
+  std::vector<uint8_t> codes(kCodes + 2 * lanes);
+  for (size_t i = 0; i < codes.size(); ++i) codes[i] = static_cast<uint8_t>(i % kCodes);
+  HWY_ALIGN float got[HWY_MAX_BYTES / 4];
+  int failures = 0;
+  for (size_t start = 0; start < lanes; ++start) {
+    for (size_t i = start; i < start + kCodes; i += lanes) {
+      const size_t n = std::min(lanes, 1 + (i * 7 + start) % lanes);  // partial vectors too
+      hn::Store(LoadDecoded<F>(codes.data() + i, n), DF(), got);
+      for (size_t j = 0; j < lanes; ++j) {
+        const uint32_t code = j < n ? codes[i + j] : 0u;  // lanes past n read as code 0
+        const uint32_t expected = helpers_test::Bits(decode<F>(code));
+        if (helpers_test::Bits(got[j]) != expected && ++failures <= 5) {
+          ADD_FAILURE() << name << ": code 0x" << std::hex << code << " loads as 0x" << helpers_test::Bits(got[j])
+                        << ", scalar 0x" << expected << std::dec << " (lane " << j << " of " << n << ")";
+        }
+      }
+    }
+  }
+  EXPECT_EQ(failures, 0) << name;
+}
+
+void TestLoadDecodedEveryCode() {
+  CheckLoadDecoded<Float8E4M3FNFormat>("FLOAT8E4M3FN");
+  CheckLoadDecoded<Float8E4M3FNUZFormat>("FLOAT8E4M3FNUZ");
+  CheckLoadDecoded<Float8E5M2Format>("FLOAT8E5M2");
+  CheckLoadDecoded<Float8E5M2FNUZFormat>("FLOAT8E5M2FNUZ");
+  CheckLoadDecoded<Float4E2M1Format>("FLOAT4E2M1");
+}
+
 void TestDecodeEveryCode() {
   CheckDecode<Float16Format>("FLOAT16");
   CheckDecode<BFloat16Format>("BFLOAT16");
@@ -362,6 +398,7 @@ void TestLoadIntEveryCode() {
 void TestEncodeEveryFormat() {}
 void TestEncodeHalfFastForms() {}
 void TestDecodeEveryCode() {}
+void TestLoadDecodedEveryCode() {}
 void TestPackAndUnpackEveryPattern() {}
 void TestStorePacked4EveryPattern() {}
 void TestSaturatingStores() {}
@@ -400,6 +437,7 @@ class SimdHelpersTest : public ::testing::TestWithParam<int64_t> {};
 QDQ_SIMD_HELPER_TEST(EncodeEveryFormat)
 QDQ_SIMD_HELPER_TEST(EncodeHalfFastForms)
 QDQ_SIMD_HELPER_TEST(DecodeEveryCode)
+QDQ_SIMD_HELPER_TEST(LoadDecodedEveryCode)
 QDQ_SIMD_HELPER_TEST(PackAndUnpackEveryPattern)
 QDQ_SIMD_HELPER_TEST(StorePacked4EveryPattern)
 QDQ_SIMD_HELPER_TEST(SaturatingStores)

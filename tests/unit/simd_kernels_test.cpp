@@ -503,6 +503,46 @@ TEST_P(SimdKernelsTest, DequantizeEveryCodeOfEveryType) {
   expect_compared(78);
 }
 
+/// Blocks along the last axis of every length the kernels treat apart: a power of two of one, two or
+/// three vectors on some target (4 .. 32: one flat loop with each vector's block broadcast), of four
+/// vectors or more (64, 128: a loop per block), rows they tile, ragged rows (the last block short, the
+/// general path) and odd row lengths; packed outputs and inputs, zero points present and absent,
+/// float32, float16 and bfloat16 scales; tasks cut inside blocks and one task.
+TEST_P(SimdKernelsTest, BlocksAlongTheLastAxis) {
+  std::mt19937 rng(12);
+  for (int64_t block : {4, 8, 16, 32, 64, 128}) {
+    // Tiling rows (3 and 17 blocks), a ragged row (one element over), an odd ragged row.
+    const Shape shapes[] = {{5, 3 * block}, {3, 17 * block}, {3, 2 * block + 1}, {1, 3 * block - 3}};
+    for (const Shape& shape : shapes) {
+      for (T y : kQuantizedTypes) {
+        for (const T x : {T::kFloat, T::kFloat16, T::kBFloat16}) {
+          // float32 scales, and the x's own 16-bit type (divided in it).
+          for (const T s : {T::kFloat, x}) {
+            if (x != T::kFloat && s == T::kFloat && y != T::kInt4) continue;
+            const bool zp = !is_float8(y) && (shape[0] + block) % 2 == 1;
+            check_quantize(x, s, y, shape, 1, block, true, zp, rng, shape[0] == 3);
+            if (x == T::kFloat && s == T::kFloat && !is_float8(y))
+              check_quantize(x, s, y, shape, 1, block, true, !zp, rng, shape[0] != 3);
+            if (x == T::kFloat) break;
+          }
+        }
+      }
+      for (T x : kQuantizedTypes) {
+        for (T y : kDequantizedTypes) {
+          for (T s : kFloatTypes) {
+            if (s != T::kFloat && y != T::kFloat) continue;
+            const bool zp = !is_float8(x) && (shape[0] + block) % 2 == 1;
+            check_dequantize(x, s, y, shape, 1, block, zp, rng, shape[0] == 3);
+            if (s == T::kFloat && y == T::kFloat && !is_float8(x))
+              check_dequantize(x, s, y, shape, 1, block, !zp, rng, shape[0] != 3);
+          }
+        }
+      }
+    }
+  }
+  expect_compared(2976);
+}
+
 /// Every float32 bit pattern whose top 16 bits are given, and more: exhaustive over the sign,
 /// exponent and top mantissa bits, so every rounding boundary of every narrow format is crossed.
 TEST_P(SimdKernelsTest, QuantizeExhaustiveHighBitsWithUnitScale) {

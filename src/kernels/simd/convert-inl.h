@@ -303,6 +303,66 @@ HWY_INLINE VF RoundToF(VF v) {
   return DecodeF<F>(EncodeF<F>(v, false));
 }
 
+/// Lanes [0, n) of one-byte codes of format F (a float8 type or FLOAT4E2M1, one code per byte, below
+/// 2^F::kBits) at p as float32: exactly DecodeF<F> (decode<F>, NaN sign and default payload included),
+/// in fewer operations where the target allows, the decode of the dequantize kernels' hot loop:
+/// - FLOAT8E4M3FN/FNUZ and FLOAT8E5M2 through float16, whose conversion instruction is exact on
+///   normals and subnormals: the code's sign, exponent and mantissa become a float16 code (biases 7
+///   and 8 against 15: times 2^8 or 2^7 afterwards, exact), the NaN codes the quiet float16 NaN of
+///   their sign, which converts to the default NaN of that sign (F16C targets);
+/// - FLOAT4E2M1 (16 values) one register permute: the whole table at AVX3, the magnitude at AVX2.
+/// FLOAT8E5M2FNUZ (an exponent field of 31 that float16 cannot hold) and SSE4 keep DecodeF.
+template <class F>
+HWY_INLINE VF LoadDecoded(const uint8_t* p, size_t n) {
+  const DF df;
+  const hn::Rebind<uint8_t, DF> d8;
+#if QDQ_SIMD_F16C
+  const hn::Rebind<uint16_t, DF> d16;
+  const hn::Rebind<hwy::float16_t, DF> dh;
+  if constexpr (std::is_same_v<F, Float8E4M3FNFormat> || std::is_same_v<F, Float8E4M3FNUZFormat>) {
+    const hn::Rebind<int8_t, DF> ds8;
+    const hn::Rebind<int16_t, DF> ds16;
+    // Sign-extended then shifted: bit 15 and bit 14 are the sign, bits 7..13 the magnitude.
+    const auto shifted = hn::ShiftLeft<7>(hn::PromoteTo(ds16, LoadPartial(ds8, reinterpret_cast<const int8_t*>(p), n)));
+    auto half = hn::And(hn::BitCast(d16, shifted), hn::Set(d16, 0xBFFF));
+    if constexpr (std::is_same_v<F, Float8E4M3FNFormat>) {
+      // S.1111.111 is the NaN: S.11111.1000000000 in float16.
+      const auto nan = hn::Eq(hn::And(half, hn::Set(d16, 0x3F80)), hn::Set(d16, 0x3F80));
+      half = hn::IfThenElse(nan, hn::Add(half, hn::Set(d16, 0x3E80)), half);
+      return hn::Mul(hn::PromoteTo(df, hn::BitCast(dh, half)), hn::Set(df, 256.0f));
+    } else {
+      // 0x80 (negative zero's place) is the NaN: the negative quiet NaN.
+      half = hn::IfThenElse(hn::Eq(half, hn::Set(d16, 0x8000)), hn::Set(d16, 0xFE00), half);
+      return hn::Mul(hn::PromoteTo(df, hn::BitCast(dh, half)), hn::Set(df, 128.0f));
+    }
+  } else if constexpr (std::is_same_v<F, Float8E5M2Format>) {
+    // The code is the high byte of the float16 of the same value; NaNs lose their payload.
+    auto half = hn::ShiftLeft<8>(hn::PromoteTo(d16, LoadPartial(d8, p, n)));
+    const auto nan = hn::Gt(hn::BitCast(hn::RebindToSigned<decltype(d16)>(), hn::And(half, hn::Set(d16, 0x7FFF))),
+                            hn::Set(hn::RebindToSigned<decltype(d16)>(), 0x7C00));
+    half = hn::IfThenElse(hn::RebindMask(d16, nan), hn::Or(hn::And(half, hn::Set(d16, 0x8000)), hn::Set(d16, 0x7E00)),
+                          half);
+    return hn::PromoteTo(df, hn::BitCast(dh, half));
+  }
+#endif
+#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX2
+  if constexpr (std::is_same_v<F, Float4E2M1Format>) {
+    const DU du;
+    const VU code = hn::PromoteTo(du, LoadPartial(d8, p, n));
+#if HWY_TARGET == HWY_AVX3
+    const __m512 table = _mm512_setr_ps(0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f, -0.0f, -0.5f, -1.0f, -1.5f,
+                                        -2.0f, -3.0f, -4.0f, -6.0f);
+    return VF{_mm512_permutexvar_ps(code.raw, table)};  // the low 4 bits of each lane index the table
+#else
+    const __m256 table = _mm256_setr_ps(0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f);
+    const VF magnitude{_mm256_permutevar8x32_ps(table, code.raw)};  // the low 3 bits index the table
+    return hn::BitCast(df, hn::Or(hn::BitCast(du, magnitude), hn::ShiftLeft<28>(hn::And(code, hn::Set(du, 8u)))));
+#endif
+  }
+#endif
+  return DecodeF<F>(hn::PromoteTo(DU(), LoadPartial(d8, p, n)));
+}
+
 /// FLOAT8E8M0 codes (low 8 bits of u32 lanes) as float32, exactly as decode_e8m0: code e is 2^(e − 127),
 /// the float32 with exponent field e; 0x00 is 2^-127 (the subnormal 0x00400000); 0xFF is the NaN
 /// 0x7FC00000.

@@ -11,10 +11,15 @@
 //   blocked along the last axis, pieces of whole blocks, parameters loaded a vector at a time, one
 //   blocks tiling rows of whole  BroadcastParams run per block (DequantizeUniformBlocks)
 //   groups (UniformBlocks)
+//   blocked along the last axis, pieces of whole blocks: one flat loop, each vector with its block's
+//   blocks tiling rows, a power  broadcast parameters (VectorBlockParams; DequantizeVectorBlocks)
+//   of two of 1-3 vectors
+//   (VectorBlockShift)
 //   other blocked; per-axis      chunks of kChunk: long float32 segments stepping by one read their
 //   with inner < 256             parameters in place (InPlaceParams), the rest of the chunk is
 //                                expanded per element first (ExpandedView)
-// 2/4-bit x is unpacked a chunk (or piece) at a time into a code buffer first (pack-inl.h).
+// 2/4-bit x is unpacked a chunk (or piece) at a time into a code buffer first (pack-inl.h). float8 and
+// float4 codes decode with LoadDecoded (convert-inl.h): through float16 or a register table.
 //
 // Included once per Highway target (foreach_target.h), hence the toggle guard instead of #pragma once.
 #if defined(QDQ_SIMD_DEQUANTIZE_INL_H_) == defined(HWY_TARGET_TOGGLE)
@@ -103,7 +108,7 @@ HWY_INLINE void DequantizeLoop(const DequantizeCall& c, const void* src, int64_t
     if constexpr (IsIntegerIn(X)) {
       return hn::ConvertTo(df, hn::Sub(LoadInt<kBits, IsSignedIn(X)>(src, src_index + k, n), zero_point(k, n)));
     } else {
-      const VF d = DecodeX<X>(LoadCodes(static_cast<const uint8_t*>(src) + src_index + k, n));
+      const VF d = LoadDecoded<typename TypeTraits<X>::Format>(static_cast<const uint8_t*>(src) + src_index + k, n);
       if constexpr (has_float_zero_point(X)) return has_zp ? hn::Sub(d, float_zero_point(k, n)) : d;
       return d;
     }
@@ -330,8 +335,49 @@ HWY_INLINE void DequantizeUniformBlocks(const DequantizeCall& c, void* y, int64_
   }
 }
 
+/// Elements [begin, end) of a plan with VectorBlockShift `shift` (blocks of one to three vectors),
+/// begin and end multiples of the block size: pieces of at most kChunk elements load their blocks'
+/// parameters once, then one flat loop runs four vectors at a time, each vector with its block's
+/// broadcast scale and zero point. Out of line: its parameter arrays stay off the general path's frame.
+template <T X, T Y>
+HWY_NOINLINE void DequantizeVectorBlocks(const DequantizeCall& c, void* y, int64_t begin, int64_t end, int shift) {
+  constexpr int kBits = InBits(X);
+  HWY_ALIGN uint8_t codes[kBits < 8 ? kChunk : 1];
+  HWY_ALIGN VectorBlockParams params;
+  params.shift = shift;
+  for (int64_t piece = begin; piece < end; piece += kChunk) {
+    const int64_t count = std::min(kChunk, end - piece);
+    LoadDequantizeParams<X, Y>(c, piece >> shift, count >> shift, params.scale, params.zero_point,
+                               params.float_zero_point);
+    const void* src = c.x;
+    int64_t src_index = piece;
+    if constexpr (kBits < 8) {
+      // Pieces start and end on whole blocks of at least 4 elements: whole bytes.
+      const int per_byte = 8 / kBits;
+      UnpackWholeBytes<kBits>(static_cast<const uint8_t*>(c.x) + piece / per_byte, count / per_byte, codes);
+      src = codes;
+      src_index = 0;
+    }
+    DequantizeLoop<X, Y>(
+        c, src, src_index, piece, count, y, [&](int64_t k, size_t n) { return params.Scale(k, n); },
+        [&](int64_t k, size_t n) { return params.ZeroPoint(k, n); },
+        [&](int64_t k, size_t n) { return params.FloatZeroPoint(k, n); });
+  }
+}
+
 template <T X, T Y>
 void DequantizeKernelT(const DequantizeCall& c, void* y, int64_t begin, int64_t end) {
+  const int shift = VectorBlockShift(c.plan, static_cast<int64_t>(hn::Lanes(DF())));
+  if (shift >= 0) {
+    // Whole blocks in the middle; a partial block at either end of the task goes the general way.
+    const int64_t block = c.plan.block;
+    const int64_t lo = std::min(end, (begin + block - 1) / block * block);
+    const int64_t hi = std::max(lo, end / block * block);
+    DequantizeGeneral<X, Y>(c, y, begin, lo);
+    DequantizeVectorBlocks<X, Y>(c, y, lo, hi, shift);
+    DequantizeGeneral<X, Y>(c, y, hi, end);
+    return;
+  }
   if (UniformBlocks(c.plan, 4 * static_cast<int64_t>(hn::Lanes(DF())))) {
     // Whole blocks in the middle; a partial block at either end of the task goes the general way.
     const int64_t block = c.plan.block;

@@ -137,6 +137,31 @@ inline bool UniformBlocks(const Plan& plan, int64_t group) {
          plan.param_outer_stride == plan.axis_len / plan.block;
 }
 
+/// log2 of the block of a UniformBlocks plan whose blocks are a power of two of one to three whole
+/// vectors of `lanes` (blocks of 16 and 32 at AVX3, 8 and 16 at AVX2: the LLM weight layout), or -1.
+/// Such blocks are too short for a loop per block; VectorBlockParams serves them in one flat loop.
+inline int VectorBlockShift(const Plan& plan, int64_t lanes) {
+  const int64_t block = plan.block;
+  if (!UniformBlocks(plan, lanes) || block >= 4 * lanes || (block & (block - 1)) != 0) return -1;
+  int shift = 0;
+  while ((int64_t{1} << shift) < block) ++shift;
+  return shift;
+}
+
+/// One parameter per block of 2^shift elements (VectorBlockShift: whole vectors), run element k in
+/// block k >> shift: each vector lies in one block and broadcasts that block's entry into a register,
+/// with no per-element parameters. The arrays hold the blocks of one piece of at most kChunk elements.
+struct VectorBlockParams {
+  static constexpr int64_t kSize = kChunk / 4 + HWY_MAX_BYTES / 4;  // blocks of >= 4 elements, a vector of room
+  HWY_ALIGN float scale[kSize];
+  HWY_ALIGN int32_t zero_point[kSize];      // integer types
+  HWY_ALIGN float float_zero_point[kSize];  // FLOAT4E2M1
+  int shift = 0;
+  VF Scale(int64_t k, size_t) const { return hn::Set(DF(), scale[k >> shift]); }
+  VI ZeroPoint(int64_t k, size_t) const { return hn::Set(DI(), zero_point[k >> shift]); }
+  VF FloatZeroPoint(int64_t k, size_t) const { return hn::Set(DF(), float_zero_point[k >> shift]); }
+};
+
 /// Fills `e` for elements [chunk, chunk_end), walking the segments with `cursor`: the scales and,
 /// as the type needs, integer or float zero points. load(first, count, scale, zero_point,
 /// float_zero_point) stores parameters [first, first + count) at those pointers, whole vectors.

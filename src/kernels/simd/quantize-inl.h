@@ -13,6 +13,10 @@
 //   blocked along the last axis, one BroadcastParams run per block, packed in registers
 //   blocks tiling rows of whole  (QuantizeUniformBlocks)
 //   groups (UniformBlocks)
+//   blocked along the last axis, pieces of whole blocks: one flat loop, each vector with its block's
+//   blocks tiling rows, a power  broadcast parameters (VectorBlockParams), packed in registers
+//   of two of 1-3 vectors        (QuantizeVectorBlocks)
+//   (VectorBlockShift)
 //   other blocked; per-axis      chunks of kChunk: long float32 segments stepping by one read their
 //   with inner < 256             parameters in place (InPlaceParams), the rest of the chunk is
 //                                expanded per element first (ExpandedView)
@@ -436,8 +440,41 @@ HWY_INLINE void QuantizeUniformBlocks(const QuantizeCall& c, void* y, int64_t be
   }
 }
 
+/// Elements [begin, end) of a plan with VectorBlockShift `shift` (blocks of one to three vectors),
+/// begin and end multiples of the block size and, for 2/4-bit y, end − begin a multiple of four
+/// vectors: pieces of at most kChunk elements load their blocks' parameters once, then one flat loop
+/// divides four vectors at a time, each vector with its block's broadcast scale, and packs 2/4-bit
+/// codes in registers. Out of line, and without the general path inside: a call's stack stays within
+/// qdq.hpp's bound (its parameter arrays, 3 KiB, come on top of the kernel's frame).
+template <T X, T P, T Y>
+HWY_NOINLINE void QuantizeVectorBlocks(const QuantizeCall& c, void* y, int64_t begin, int64_t end, int shift) {
+  constexpr bool kPack = OutBits(Y) < 8;
+  HWY_ALIGN VectorBlockParams params;
+  params.shift = shift;
+  for (int64_t piece = begin; piece < end; piece += kChunk) {
+    const int64_t count = std::min(kChunk, end - piece);
+    LoadQuantizeParams<P, Y>(c, piece >> shift, count >> shift, params.scale, params.zero_point,
+                             params.float_zero_point);
+    QuantizeLoop<X, P, Y, Divide, kPack>(c, piece, count, params, OutputAt<Y>(y, piece));
+  }
+}
+
 template <T X, T P, T Y>
 void QuantizeKernelT(const QuantizeCall& c, void* y, int64_t begin, int64_t end) {
+  const int shift = VectorBlockShift(c.plan, static_cast<int64_t>(hn::Lanes(DF())));
+  if (shift >= 0) {
+    // Whole blocks in the middle; a partial block at either end of the task goes the general way.
+    // 2/4-bit y packs whole groups of four vectors in registers: the last partial group goes the
+    // general way too.
+    const int64_t block = c.plan.block;
+    const int64_t group = OutBits(Y) < 8 ? 4 * static_cast<int64_t>(hn::Lanes(DF())) : block;
+    const int64_t lo = std::min(end, (begin + block - 1) / block * block);
+    const int64_t hi = lo + std::max<int64_t>(0, end / block * block - lo) / group * group;
+    QuantizeGeneral<X, P, Y>(c, y, begin, lo);
+    QuantizeVectorBlocks<X, P, Y>(c, y, lo, hi, shift);
+    QuantizeGeneral<X, P, Y>(c, y, hi, end);
+    return;
+  }
   if (UniformBlocks(c.plan, 4 * static_cast<int64_t>(hn::Lanes(DF())))) {
     // Whole blocks in the middle; a partial block at either end of the task goes the general way.
     const int64_t block = c.plan.block;
