@@ -538,7 +538,7 @@ std::vector<BenchResult> run_benchmarks(const BenchOptions& options,
       r.reference = in_cache ? "ceiling" : "streaming";
       r.vs_reference = in_cache ? r.ceiling_ratio : r.ratio;
       r.reference_target = reference_target();
-      if (quantize && !scalar) r.routes = getenv("QDQ_POW2") ? "power-of-two reciprocal" : "division";
+      if (quantize && !scalar) r.routes = getenv("QDQ_POW2") ? "power-of-two reciprocal" : quantize_division_route();
       if (quantize && scalar) r.routes = "division";
       r.load = options.load;
       if (options.compare_one_thread) {

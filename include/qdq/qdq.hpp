@@ -150,4 +150,9 @@ QDQ_API DynamicQuantizationParameters dynamic_quantize_linear(const TensorView& 
 /// DequantizeLinear: 10, 13, 19, 21, 23, 24 or 25. Throws qdq::Error for an opset below 10.
 QDQ_API int quantize_linear_version(int64_t opset);
 
+/// How this CPU's float32 QuantizeLinear divides by a scale that is not a power of two: "division" or
+/// "Markstein reciprocal" (both exact; the faster, measured once at the first call or quantize, or as
+/// QDQ_QUANTIZE_ROUTE forces). For benchmark reports. Allocates nothing; thread-safe.
+QDQ_API const char* quantize_division_route();
+
 }  // namespace qdq

@@ -2,7 +2,9 @@
 // call's type combination, else the scalar reference.
 #include "kernels/kernels.hpp"
 
+#include "kernels/simd/quotient_route.hpp"
 #include "kernels/simd/simd_kernels.hpp"
+#include "qdq/qdq.hpp"
 
 namespace qdq::detail {
 
@@ -40,7 +42,20 @@ const std::vector<Target>& available_targets() {
 int64_t best_target() { return 0; }
 QuantizeKernel quantize_kernel_for_target(int64_t, const QuantizeCall&) { return nullptr; }
 DequantizeKernel dequantize_kernel_for_target(int64_t, const DequantizeCall&) { return nullptr; }
+void force_quotient_route(QuotientRoute) {}
+QuotientRoute forced_quotient_route() { return QuotientRoute::kAuto; }
+QuotientRoute quotient_route(int64_t) { return QuotientRoute::kDivide; }
+const char* quotient_route_name(QuotientRoute) { return "division"; }
+bool markstein_quotients(int64_t, float, const float*, float*, int64_t) { return false; }
 }  // namespace simd
 #endif
 
 }  // namespace qdq::detail
+
+namespace qdq {
+
+const char* quantize_division_route() {
+  return detail::simd::quotient_route_name(detail::simd::quotient_route(detail::simd::best_target()));
+}
+
+}  // namespace qdq

@@ -23,6 +23,7 @@
 #include "qdq/qdq.hpp"
 #include "types/float_formats.hpp"
 
+#include "kernels/simd/quotient_route.hpp"
 #include "kernels/simd/simd_kernels.hpp"
 
 namespace qdq::detail {
@@ -309,9 +310,14 @@ void SimdKernelsTest::check_quantize(T x_type, T scale_type, T y_type, const Sha
   const TensorView zv = zp.view();
   const QuantizeCall call = plan_quantize(attributes, xv, sv, with_zp ? &zv : nullptr);
 
-  expect_target_matches_scalar(
-      call, n, one_task ? std::vector<int64_t>{0, n} : task_bounds(n, rng),
-      describe(x_type, scale_type, y_type, shape, axis, block, saturate, with_zp) + (one_task ? " one task" : ""));
+  // Both quotient routes on every target, whichever the target measured faster.
+  const std::vector<int64_t> bounds = one_task ? std::vector<int64_t>{0, n} : task_bounds(n, rng);
+  for (const simd::QuotientRoute route : {simd::QuotientRoute::kDivide, simd::QuotientRoute::kMarkstein}) {
+    const simd::ScopedQuotientRoute forced(route);
+    expect_target_matches_scalar(call, n, bounds,
+                                 describe(x_type, scale_type, y_type, shape, axis, block, saturate, with_zp) +
+                                     (one_task ? " one task" : "") + " route " + simd::quotient_route_name(route));
+  }
 }
 
 void SimdKernelsTest::check_dequantize(T x_type, T scale_type, T y_type, const Shape& shape, int64_t axis,
@@ -824,6 +830,61 @@ TEST_P(SimdKernelsTest, QuantizeFloat8E8M0ScalesEveryCode) {
     }
   }
   expect_compared(675);
+}
+
+/// Markstein's corrected reciprocal against IEEE float32 division, bit for bit (NaN for NaN): every
+/// 4093rd float32 bit pattern (all exponents, varied mantissas) plus the specials and the edges of
+/// the range check, for scales from 2^-60 to 2^58 with random mantissas and both signs.
+/// `qdq_division_routes --exhaustive` is the full 2^32 proof for a scale; this samples many scales.
+TEST_P(SimdKernelsTest, MarksteinQuotientEqualsDivision) {
+  std::vector<float> x;
+  for (uint64_t bits = 0; bits <= 0xFFFFFFFFull; bits += 4093)
+    x.push_back(std::bit_cast<float>(static_cast<uint32_t>(bits)));
+  const float inf = std::numeric_limits<float>::infinity();
+  for (const float v : {0.0f, -0.0f, inf, -inf, std::numeric_limits<float>::quiet_NaN(),
+                        std::numeric_limits<float>::denorm_min(), std::numeric_limits<float>::min(),
+                        std::numeric_limits<float>::max(), -std::numeric_limits<float>::max(), 1.0f, 0.5f, 1.5f}) {
+    x.push_back(v);
+  }
+  std::mt19937 rng(12);
+  std::uniform_real_distribution<float> mantissa(1.0f, 2.0f);
+  std::vector<float> scales{0.0173f, 0.1f, 1.0f / 3.0f, -0.37f, 3e-5f, 1.0f, 0x1p-62f, 0x1.fffffep61f};
+  for (const int e : {-60, -52, -44, -36, -28, -20, -12, -6, -1, 0, 3, 10, 20, 30, 44, 58}) {
+    scales.push_back(std::ldexp(mantissa(rng), e) * (e % 2 != 0 ? -1.0f : 1.0f));
+  }
+  // The range check's edges for each scale: quotients near 2^-40 and 2^40.
+  std::vector<float> q(x.size() + 64);
+  int64_t checked = 0;
+  for (const float s : scales) {
+    std::vector<float> xs = x;
+    for (const float edge : {0x1p-40f, 0x1p40f}) {
+      const float at = edge * s;
+      xs.push_back(at);
+      xs.push_back(std::nextafter(at, 0.0f));
+      xs.push_back(std::nextafter(at, 2 * at));
+    }
+    q.resize(xs.size());
+    if (!simd::markstein_quotients(target_.bit, s, xs.data(), q.data(), static_cast<int64_t>(xs.size()))) {
+      GTEST_SKIP() << target_.name << " has no Markstein route (no fused multiply-add)";
+    }
+    for (size_t i = 0; i < xs.size(); ++i) {
+      const float expected = xs[i] / s;
+      if (std::isnan(expected)) {
+        ASSERT_TRUE(std::isnan(q[i])) << "x = " << xs[i] << " s = " << s;
+      } else {
+        ASSERT_EQ(std::bit_cast<uint32_t>(q[i]), std::bit_cast<uint32_t>(expected))
+            << target_.name << ": x = " << std::hexfloat << xs[i] << " s = " << s << " got " << q[i] << " expected "
+            << expected;
+      }
+    }
+    checked += static_cast<int64_t>(xs.size());
+  }
+  EXPECT_GT(checked, 16 * 1000000);
+  // Outside [2^-62, 2^62] the route does not apply (the kernels divide).
+  float out = 0;
+  const float one = 1;
+  EXPECT_FALSE(simd::markstein_quotients(target_.bit, 0x1p63f, &one, &out, 1));
+  EXPECT_FALSE(simd::markstein_quotients(target_.bit, 0x1p-63f, &one, &out, 1));
 }
 
 TEST_P(SimdKernelsTest, DequantizeFloat8E8M0ScalesEveryCode) {
