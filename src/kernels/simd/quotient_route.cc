@@ -4,8 +4,8 @@
 
 #include <algorithm>
 #include <array>
-#include <bit>
 #include <atomic>
+#include <bit>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -99,12 +99,9 @@ QuotientRoute quotient_route(int64_t target) {
 
 const char* quotient_route_name(QuotientRoute route) {
   switch (route) {
-    case QuotientRoute::kDivide:
-      return "division";
-    case QuotientRoute::kMarkstein:
-      return "Markstein reciprocal";
-    case QuotientRoute::kAuto:
-      break;
+    case QuotientRoute::kDivide: return "division";
+    case QuotientRoute::kMarkstein: return "Markstein reciprocal";
+    case QuotientRoute::kAuto: break;
   }
   return "auto";
 }

@@ -34,7 +34,9 @@ bool markstein_quotients(int64_t target, float s, const float* x, float* q, int6
 /// Restores the forced route it found when it goes out of scope (tests). Not thread-safe.
 class ScopedQuotientRoute {
  public:
-  explicit ScopedQuotientRoute(QuotientRoute route) : previous_(forced_quotient_route()) { force_quotient_route(route); }
+  explicit ScopedQuotientRoute(QuotientRoute route) : previous_(forced_quotient_route()) {
+    force_quotient_route(route);
+  }
   ~ScopedQuotientRoute() { force_quotient_route(previous_); }
   ScopedQuotientRoute(const ScopedQuotientRoute&) = delete;
   ScopedQuotientRoute& operator=(const ScopedQuotientRoute&) = delete;
