@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "reference_loops.hpp"
+#include "types/type_lists.hpp"
 
 namespace qdq::bench {
 namespace {
@@ -171,13 +172,8 @@ void ceiling(CeilingBuffers& b, bool quantize, int64_t elements, int threads) {
 
 int bits_of(T t) { return bit_width(t); }
 
-bool is_float8(T t) {
-  return t == T::kFloat8E4M3FN || t == T::kFloat8E4M3FNUZ || t == T::kFloat8E5M2 || t == T::kFloat8E5M2FNUZ;
-}
-bool is_integer(T t) {
-  return t == T::kUint8 || t == T::kInt8 || t == T::kUint16 || t == T::kInt16 || t == T::kUint4 || t == T::kInt4 ||
-         t == T::kUint2 || t == T::kInt2;
-}
+bool is_float8(T t) { return qdq::detail::is_float8(t); }
+bool is_integer(T t) { return qdq::detail::kQuantizedIntegerTypes.contains(t); }
 
 std::string short_name(T t) {
   std::string s = data_type_name(t);
@@ -193,10 +189,7 @@ std::vector<CaseInfo> build_cases() {
     if (block > 0) name += "-" + std::to_string(block);
     cases.push_back({name, op, x, y, granularity, block});
   };
-  const T quantized[] = {T::kUint8,      T::kInt8,           T::kUint16,    T::kInt16,        T::kUint4,
-                         T::kInt4,       T::kUint2,          T::kInt2,      T::kFloat8E4M3FN, T::kFloat8E4M3FNUZ,
-                         T::kFloat8E5M2, T::kFloat8E5M2FNUZ, T::kFloat4E2M1};
-  for (T y : quantized) add("quantize", T::kFloat, y, "per-tensor", 0);
+  for (T y : qdq::detail::kQuantizedTypes) add("quantize", T::kFloat, y, "per-tensor", 0);
   for (T y : {T::kUint8, T::kInt8}) add("quantize", T::kFloat, y, "per-axis", 0);
   for (T y : {T::kInt4, T::kUint4, T::kFloat8E4M3FN}) {
     add("quantize", T::kFloat, y, "blocked-last", 32);
@@ -205,7 +198,7 @@ std::vector<CaseInfo> build_cases() {
   add("quantize", T::kFloat16, T::kUint8, "per-tensor", 0);
   add("quantize", T::kBFloat16, T::kInt8, "per-tensor", 0);
 
-  for (T x : quantized) add("dequantize", x, T::kFloat, "per-tensor", 0);
+  for (T x : qdq::detail::kQuantizedTypes) add("dequantize", x, T::kFloat, "per-tensor", 0);
   for (T x : {T::kUint8, T::kInt8}) add("dequantize", x, T::kFloat, "per-axis", 0);
   for (T x : {T::kInt4, T::kUint4, T::kFloat8E4M3FN}) {
     add("dequantize", x, T::kFloat, "blocked-last", 32);

@@ -14,12 +14,14 @@
 #include <cstring>
 #include <initializer_list>
 #include <optional>
+#include <span>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "harness.hpp"
 #include "qdq/qdq.hpp"
+#include "types/type_lists.hpp"
 
 namespace {
 
@@ -71,12 +73,42 @@ struct Rng {
   }
 };
 
-DataType pick_type(Input& in, std::initializer_list<T> plausible) {
+DataType pick_type(Input& in, std::span<const T> plausible) {
   const uint8_t b = in.u8();
-  if (b < 176) return *(plausible.begin() + b % plausible.size());
-  if (b < 248) return static_cast<T>(b % 27);  // every ONNX number, UNDEFINED, STRING, ... included
+  if (b < 176) return plausible[b % plausible.size()];
+  if (b < 248) return static_cast<T>(b % (qdq::detail::kLastDataType + 1));  // UNDEFINED, STRING, ... included
   return static_cast<T>(static_cast<int32_t>(in.u32()));
 }
+
+DataType pick_type(Input& in, std::initializer_list<T> plausible) {
+  return pick_type(in, std::span<const T>(plausible.begin(), plausible.size()));
+}
+
+/// Whether `picks` holds exactly the types of `list`, each once.
+constexpr bool same_types(std::span<const T> picks, const qdq::detail::TypeList& list) {
+  if (picks.size() != list.size()) return false;
+  for (T t : picks) {
+    if (!list.contains(t)) return false;
+  }
+  for (T t : list) {
+    if (std::find(picks.begin(), picks.end(), t) == picks.end()) return false;
+  }
+  return true;
+}
+
+// A fuzz input picks a type by its index in these lists, so their order is part of the corpus's
+// encoding and stays as written; the static_asserts make them follow the type list.
+constexpr T kQuantizedPicks[] = {
+    T::kUint8, T::kInt8,         T::kUint16,         T::kInt16,      T::kInt4,           T::kUint4,     T::kInt2,
+    T::kUint2, T::kFloat8E4M3FN, T::kFloat8E4M3FNUZ, T::kFloat8E5M2, T::kFloat8E5M2FNUZ, T::kFloat4E2M1};
+static_assert(same_types(kQuantizedPicks, qdq::detail::kQuantizedTypes),
+              "kQuantizedPicks must list every quantized type of data_types.inc; append a new one at the end");
+constexpr T kDequantizeXPicks[] = {
+    T::kUint8, T::kInt8,  T::kUint16,       T::kInt16,          T::kInt32,      T::kInt4,           T::kUint4,
+    T::kInt2,  T::kUint2, T::kFloat8E4M3FN, T::kFloat8E4M3FNUZ, T::kFloat8E5M2, T::kFloat8E5M2FNUZ, T::kFloat4E2M1};
+static_assert(
+    same_types(kDequantizeXPicks, qdq::detail::types_in_role(qdq::detail::TypeRole::kDequantizeX)),
+    "kDequantizeXPicks must list every DequantizeLinear x type of data_types.inc; append a new one at the end");
 
 int64_t pick_dim(Input& in) {
   const uint8_t b = in.u8();
@@ -434,9 +466,7 @@ bool holds_nan(const Buffer& b) {
   return false;
 }
 
-bool is_float8(T t) {
-  return t == T::kFloat8E4M3FN || t == T::kFloat8E4M3FNUZ || t == T::kFloat8E5M2 || t == T::kFloat8E5M2FNUZ;
-}
+bool is_float8(T t) { return qdq::detail::is_float8(t); }
 
 /// Whether kernels must agree on NaN payloads too: on unless QDQ_FUZZ_EXACT_NAN=0 (the SIMD and
 /// scalar DequantizeLinear kernels agree on them since the float8 NaN payload fix, see
@@ -513,53 +543,29 @@ Layout layout_of(const std::vector<int64_t>& x, const std::vector<int64_t>& scal
   return l;
 }
 
+/// An integer type the operators read or write (INT64 and UINT32/64 have no operator role).
 bool is_integer(T t) {
-  switch (t) {
-    case T::kUint8:
-    case T::kInt8:
-    case T::kUint16:
-    case T::kInt16:
-    case T::kInt32:
-    case T::kUint4:
-    case T::kInt4:
-    case T::kUint2:
-    case T::kInt2: return true;
-    default: return false;
-  }
+  const qdq::detail::TypeInfo& info = qdq::detail::type_info(t);
+  return info.kind == qdq::detail::TypeKind::kInteger &&
+         (qdq::detail::role_since(t, qdq::detail::TypeRole::kQuantizeY) != 0 ||
+          qdq::detail::role_since(t, qdq::detail::TypeRole::kDequantizeX) != 0);
 }
 
+/// Element k of an integer tensor of up to 32 bits (packed ones low bits first), sign-extended.
 int64_t load_int(const std::vector<uint8_t>& b, T t, int64_t k) {
-  const auto* p = b.data();
-  switch (t) {
-    case T::kUint8: return p[k];
-    case T::kInt8: return static_cast<int8_t>(p[k]);
-    case T::kUint16: {
-      uint16_t v;
-      std::memcpy(&v, p + 2 * k, 2);
-      return v;
-    }
-    case T::kInt16: {
-      int16_t v;
-      std::memcpy(&v, p + 2 * k, 2);
-      return v;
-    }
-    case T::kInt32: {
-      int32_t v;
-      std::memcpy(&v, p + 4 * k, 4);
-      return v;
-    }
-    case T::kUint4: return (p[k / 2] >> (4 * (k % 2))) & 0xF;
-    case T::kInt4: {
-      const int v = (p[k / 2] >> (4 * (k % 2))) & 0xF;
-      return v >= 8 ? v - 16 : v;
-    }
-    case T::kUint2: return (p[k / 4] >> (2 * (k % 4))) & 0x3;
-    case T::kInt2: {
-      const int v = (p[k / 4] >> (2 * (k % 4))) & 0x3;
-      return v >= 2 ? v - 4 : v;
-    }
-    default: return 0;
+  if (!is_integer(t)) return 0;
+  const qdq::detail::TypeInfo& info = qdq::detail::type_info(t);
+  const int bits = info.bits;
+  uint32_t code = 0;
+  if (bits < 8) {
+    const int per_byte = 8 / bits;
+    code = (b[static_cast<size_t>(k / per_byte)] >> (bits * (k % per_byte))) & ((1u << bits) - 1u);
+  } else {
+    std::memcpy(&code, b.data() + static_cast<size_t>(k) * static_cast<size_t>(bits / 8),
+                static_cast<size_t>(bits / 8));
   }
+  const int64_t value = code;
+  return info.is_signed && bits < 64 && value >= (int64_t{1} << (bits - 1)) ? value - (int64_t{1} << bits) : value;
 }
 
 float load_float(const std::vector<uint8_t>& b, int64_t k) {
@@ -568,42 +574,15 @@ float load_float(const std::vector<uint8_t>& b, int64_t k) {
   return f;
 }
 
+/// The range of a quantized integer output type; 0..0 for any other type.
 void range_of(T t, int64_t& lo, int64_t& hi) {
-  switch (t) {
-    case T::kUint8:
-      lo = 0;
-      hi = 255;
-      return;
-    case T::kInt8:
-      lo = -128;
-      hi = 127;
-      return;
-    case T::kUint16:
-      lo = 0;
-      hi = 65535;
-      return;
-    case T::kInt16:
-      lo = -32768;
-      hi = 32767;
-      return;
-    case T::kUint4:
-      lo = 0;
-      hi = 15;
-      return;
-    case T::kInt4:
-      lo = -8;
-      hi = 7;
-      return;
-    case T::kUint2:
-      lo = 0;
-      hi = 3;
-      return;
-    case T::kInt2:
-      lo = -2;
-      hi = 1;
-      return;
-    default: lo = hi = 0; return;
-  }
+  const qdq::detail::TypeInfo& info = qdq::detail::type_info(t);
+  lo = hi = 0;
+  if (info.kind != qdq::detail::TypeKind::kInteger ||
+      qdq::detail::role_since(t, qdq::detail::TypeRole::kQuantizeY) == 0)
+    return;
+  lo = info.is_signed ? -(int64_t{1} << (info.bits - 1)) : 0;
+  hi = info.is_signed ? (int64_t{1} << (info.bits - 1)) - 1 : (int64_t{1} << info.bits) - 1;
 }
 
 /// Elements checked by the oracles: all of a small tensor, a sample of a large one.
@@ -723,11 +702,9 @@ void run_quantize(Input& in) {
   T zp_type = T::kUndefined;
   std::vector<int64_t> zp_shape;
   if (has_zp) {
-    zp_type =
-        zp_mode < 64 && a.output_dtype && *a.output_dtype > 0 && *a.output_dtype < 64
-            ? static_cast<T>(*a.output_dtype)
-            : pick_type(in, {T::kUint8, T::kInt8, T::kUint16, T::kInt16, T::kInt4, T::kUint4, T::kInt2, T::kUint2,
-                             T::kFloat8E4M3FN, T::kFloat8E4M3FNUZ, T::kFloat8E5M2, T::kFloat8E5M2FNUZ, T::kFloat4E2M1});
+    zp_type = zp_mode < 64 && a.output_dtype && *a.output_dtype > 0 && *a.output_dtype < 64
+                  ? static_cast<T>(*a.output_dtype)
+                  : pick_type(in, kQuantizedPicks);
     zp_shape = zp_mode % 8 == 0 ? pick_shape(in) : scale_shape;
   }
 
@@ -803,9 +780,7 @@ void run_dequantize(Input& in) {
   a.axis = pick_attribute(in, {0, 1, -1, 2, -2, 3, 4, -5});
   a.block_size = pick_attribute(in, {1, 2, 3, 4, 16, 32, 0, -2});
   a.output_dtype = pick_attribute(in, {1, 10, 16, 0, 2, 24, 11});
-  const T x_type =
-      pick_type(in, {T::kUint8, T::kInt8, T::kUint16, T::kInt16, T::kInt32, T::kInt4, T::kUint4, T::kInt2, T::kUint2,
-                     T::kFloat8E4M3FN, T::kFloat8E4M3FNUZ, T::kFloat8E5M2, T::kFloat8E5M2FNUZ, T::kFloat4E2M1});
+  const T x_type = pick_type(in, kDequantizeXPicks);
   const T scale_type = pick_type(in, {T::kFloat, T::kFloat, T::kFloat16, T::kBFloat16, T::kFloat8E8M0});
   const std::vector<int64_t> x_shape = pick_shape(in);
   const std::vector<int64_t> scale_shape = pick_param_shape(in, x_shape, a.axis, a.block_size);

@@ -1,7 +1,5 @@
 // qdq's thread pool: persistent workers, one job at a time. The caller and the workers claim tasks
-// one at a time from a shared word, the caller from the front and the workers from the back (so that
-// with two threads each keeps the same half of a repeated call's data in its own cache, instead of
-// pulling lines the other core wrote), so the caller keeps running tasks until none is unclaimed and
+// one at a time from a shared counter, so the caller keeps running tasks until none is unclaimed and
 // then waits only for tasks already running: a worker that is descheduled before it claims anything
 // (the machine is busy) costs nothing, and one descheduled while it holds a task delays that task
 // alone. A call that finds the pool busy (another thread's call, or a nested one) runs its tasks on
@@ -15,6 +13,7 @@
 #include <condition_variable>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -70,8 +69,8 @@ class ThreadPool {
       for (size_t t = 0; t < tasks; ++t) body(t);
       return;
     }
-    // The claim word holds two 16-bit task indices: larger jobs (over 2·10^9 elements) go in slices.
-    constexpr size_t kMaxJob = kMaxTasksPerJob;
+    // The claim word holds a 32-bit task index: larger jobs (over 10^14 elements) go in slices.
+    constexpr size_t kMaxJob = std::numeric_limits<uint32_t>::max();
     for (size_t first = 0; first < tasks; first += kMaxJob) {
       const size_t count = std::min(kMaxJob, tasks - first);
       const auto slice = [&](size_t t) { body(first + t); };
@@ -93,9 +92,10 @@ class ThreadPool {
     const uint64_t generation = (job_.load(std::memory_order_relaxed) >> 32) + 1;
     // The claim word first: a worker still on the last job that reads any of the fields below
     // (acquire) then sees the new generation in the claim word too, so its claim fails.
-    claim_.store(generation << 32 | tasks, std::memory_order_seq_cst);
+    claim_.store(generation << 32, std::memory_order_seq_cst);
     helped_.store(0, std::memory_order_relaxed);
     body_.store(&body, std::memory_order_release);
+    tasks_.store(tasks, std::memory_order_release);
     // Published last: a worker that sees the new job word sees the job's fields too. The word carries
     // the number of participants, so a worker decides from one snapshot whether it joins.
     parked_.store(false, std::memory_order_relaxed);
@@ -108,7 +108,7 @@ class ThreadPool {
     const auto published = Clock::now();
 
     uint32_t own = 0;
-    for (uint32_t task; claim(generation, /*front=*/true, &task);) {
+    for (uint32_t task; claim(generation, tasks, &task);) {
       body(task);
       ++own;
     }
@@ -170,20 +170,17 @@ class ThreadPool {
     }
   }
 
-  /// Takes the first (`front`) or the last unclaimed task of job `generation`; false once every
-  /// task is claimed or the job is over.
-  bool claim(uint64_t generation, bool front, uint32_t* task) {
+  /// Takes the next unclaimed task of job `generation`; false once every task is claimed or the
+  /// job is over.
+  bool claim(uint64_t generation, uint32_t tasks, uint32_t* task) {
     uint64_t word = claim_.load(std::memory_order_relaxed);
-    for (;;) {
-      const auto first = static_cast<uint32_t>(word >> 16) & 0xFFFFu;
-      const auto end = static_cast<uint32_t>(word) & 0xFFFFu;
-      if ((word >> 32) != generation || first >= end) return false;
-      const uint64_t next = front ? word + (uint64_t{1} << 16) : word - 1;
-      if (claim_.compare_exchange_weak(word, next, std::memory_order_acq_rel, std::memory_order_relaxed)) {
-        *task = front ? first : end - 1;
+    while ((word >> 32) == generation && static_cast<uint32_t>(word) < tasks) {
+      if (claim_.compare_exchange_weak(word, word + 1, std::memory_order_acq_rel, std::memory_order_relaxed)) {
+        *task = static_cast<uint32_t>(word);
         return true;
       }
     }
+    return false;
   }
 
   void work(int id) {
@@ -212,8 +209,9 @@ class ThreadPool {
       // its claim word, see run_job), and the caller does not rewrite the fields before every
       // claimed task has been counted into helped_.
       const uint64_t generation = seen >> 32;
+      const uint32_t tasks = tasks_.load(std::memory_order_acquire);
       const detail::FunctionRef<void(size_t)>* body = body_.load(std::memory_order_acquire);
-      for (uint32_t task; claim(generation, /*front=*/false, &task);) {
+      for (uint32_t task; claim(generation, tasks, &task);) {
         (*body)(task);
         helped_.fetch_add(1, std::memory_order_seq_cst);
         if (caller_waiting_.load(std::memory_order_seq_cst)) {
@@ -231,8 +229,6 @@ class ThreadPool {
   static constexpr auto kWaitYield = std::chrono::microseconds(50);
   static constexpr auto kIdleSpin = std::chrono::microseconds(20);
   static constexpr auto kIdleYield = std::chrono::microseconds(200);
-  // Tasks per job: the claim word holds 16-bit task indices.
-  static constexpr size_t kMaxTasksPerJob = 0xFFFF;
   // Fewer tasks than this run on the calling thread alone: a second thread already pays at two.
   static constexpr size_t kMinParallelTasks = 2;
   // learn(): time alone = kPenalty << strikes times the deficit, at most kMaxAlone; gains are kept
@@ -254,11 +250,11 @@ class ThreadPool {
   std::vector<std::thread> workers_;
   // The current job: generation << 32 | number of participating workers.
   std::atomic<uint64_t> job_{0};
-  // generation << 32 | first unclaimed task << 16 | end of the unclaimed tasks. A claim is a
-  // compare-exchange that keeps the generation, so a worker still holding a finished job's fields
-  // cannot take a task of the next.
+  // generation << 32 | the next unclaimed task. A claim is a compare-exchange that keeps the
+  // generation, so a worker still holding a finished job's fields cannot take a task of the next.
   std::atomic<uint64_t> claim_{0};
   std::atomic<const detail::FunctionRef<void(size_t)>*> body_{nullptr};
+  std::atomic<uint32_t> tasks_{0};
   std::atomic<uint32_t> helped_{0};  // tasks the workers have finished in the current job
   std::atomic<int> sleepers_{0};
   std::atomic<bool> caller_waiting_{false};

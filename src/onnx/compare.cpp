@@ -38,46 +38,35 @@ bool is_signed_integer(DataType type) {
   }
 }
 
-// A small float format (sign, exponent, mantissa bits, bias); every value is exact in double.
-double decode_minifloat(uint64_t code, int exponent_bits, int mantissa_bits, int bias) {
-  const bool negative = (code >> (exponent_bits + mantissa_bits)) & 1;
-  const auto exponent = static_cast<int>((code >> mantissa_bits) & ((1u << exponent_bits) - 1));
-  const auto mantissa = static_cast<double>(code & ((1u << mantissa_bits) - 1));
-  const double scale = std::ldexp(1.0, -mantissa_bits);
-  const double magnitude =
-      exponent == 0 ? std::ldexp(mantissa * scale, 1 - bias) : std::ldexp(1.0 + mantissa * scale, exponent - bias);
-  return negative ? -magnitude : magnitude;
-}
-
-// The value of a float code, with NaN and infinities where the type has them.
+// The value of a float code, with NaN and infinities where the type has them. The narrow formats
+// are decoded by qdq itself (one decoder for the library and `qdq test`): a float8 or FLOAT4E2M1 code
+// as DequantizeLinear's x with scale 1, a 16-bit float or FLOAT8E8M0 code (scale-only types) as its
+// x_scale with x = 1. The product is exact in float32 for every code of these types.
 double decode_float(DataType type, uint64_t code) {
-  const double nan = std::numeric_limits<double>::quiet_NaN();
-  const double inf = std::numeric_limits<double>::infinity();
-  switch (type) {
-    case DataType::kFloat: return std::bit_cast<float>(static_cast<uint32_t>(code));
-    case DataType::kDouble: return std::bit_cast<double>(code);
-    case DataType::kBFloat16: return std::bit_cast<float>(static_cast<uint32_t>(code) << 16);
-    case DataType::kFloat16:
-      if ((code & 0x7C00) == 0x7C00) return (code & 0x3FF) ? nan : ((code & 0x8000) ? -inf : inf);
-      return decode_minifloat(code, 5, 10, 15);
-    case DataType::kFloat8E4M3FN:
-      if ((code & 0x7F) == 0x7F) return nan;
-      return decode_minifloat(code, 4, 3, 7);
-    case DataType::kFloat8E4M3FNUZ:
-      if (code == 0x80) return nan;
-      return decode_minifloat(code, 4, 3, 8);
-    case DataType::kFloat8E5M2:
-      if ((code & 0x7C) == 0x7C) return (code & 0x3) ? nan : ((code & 0x80) ? -inf : inf);
-      return decode_minifloat(code, 5, 2, 15);
-    case DataType::kFloat8E5M2FNUZ:
-      if (code == 0x80) return nan;
-      return decode_minifloat(code, 5, 2, 16);
-    case DataType::kFloat8E8M0:
-      if (code == 0xFF) return nan;
-      return std::ldexp(1.0, static_cast<int>(code) - 127);
-    case DataType::kFloat4E2M1: return decode_minifloat(code, 2, 1, 1);
-    default: return nan;
+  if (type == DataType::kFloat) return std::bit_cast<float>(static_cast<uint32_t>(code));
+  if (type == DataType::kDouble) return std::bit_cast<double>(code);
+  if (is_nan_code(type, code)) {
+    // Only BFLOAT16's NaN keeps its sign in print (it is the top half of a float32).
+    const double nan = std::numeric_limits<double>::quiet_NaN();
+    return type == DataType::kBFloat16 && (code & 0x8000) ? -nan : nan;
   }
+  const int bits = bit_width(type);
+  uint8_t code_bytes[2] = {};
+  std::memcpy(code_bytes, &code, bits > 8 ? 2 : 1);  // little-endian host; a 4-bit code in the low nibble
+  const float one = 1.0f;
+  const uint8_t one_code = 1;
+  const bool scale_only = bits == 16 || type == DataType::kFloat8E8M0;
+  const TensorView code_view{type, {}, code_bytes, bits > 8 ? 2u : 1u};
+  const TensorView x = scale_only ? TensorView{DataType::kUint8, {}, &one_code, 1} : code_view;
+  const TensorView scale = scale_only ? code_view : TensorView{DataType::kFloat, {}, &one, sizeof one};
+  float value = 0;
+  DequantizeLinearAttributes attributes;
+  attributes.output_dtype = static_cast<int64_t>(DataType::kFloat);
+  ExecutionOptions options;
+  options.num_threads = 1;
+  dequantize_linear(attributes, x, scale, nullptr, MutableTensorView{DataType::kFloat, {}, &value, sizeof value},
+                    options);
+  return value;
 }
 
 std::string hex(uint64_t code) {

@@ -27,6 +27,8 @@
 
 #include "test_tensors.hpp"
 #include "types/float_formats.hpp"
+#include "types/type_lists.hpp"
+#include "types/type_traits.hpp"
 
 namespace {
 
@@ -50,26 +52,37 @@ double real_value(DataType t, uint64_t code) {
 
 /// Decodes a quantized code (float8 / float4) to its value.
 double narrow_value(DataType t, uint64_t code) {
-  const auto c = static_cast<uint32_t>(code);
-  switch (t) {
-    case DataType::kFloat8E4M3FN: return d::decode<d::Float8E4M3FNFormat>(c);
-    case DataType::kFloat8E4M3FNUZ: return d::decode<d::Float8E4M3FNUZFormat>(c);
-    case DataType::kFloat8E5M2: return d::decode<d::Float8E5M2Format>(c);
-    case DataType::kFloat8E5M2FNUZ: return d::decode<d::Float8E5M2FNUZFormat>(c);
-    case DataType::kFloat4E2M1: return d::decode<d::Float4E2M1Format>(c);
-    default: ADD_FAILURE() << "narrow_value: unexpected type"; return 0;
-  }
+  return d::visit_type(t, [code]<class Traits>(Traits) -> double {
+    if constexpr (Traits::kKind == d::TypeKind::kMiniFloat && Traits::kBits <= 8) {
+      return d::decode<typename Traits::Format>(static_cast<uint32_t>(code));
+    } else {
+      ADD_FAILURE() << "narrow_value: unexpected type";
+      return 0;
+    }
+  });
 }
 
 uint32_t encode_narrow(DataType t, double v, bool saturate) {
-  switch (t) {
-    case DataType::kFloat8E4M3FN: return d::encode<d::Float8E4M3FNFormat>(v, saturate);
-    case DataType::kFloat8E4M3FNUZ: return d::encode<d::Float8E4M3FNUZFormat>(v, saturate);
-    case DataType::kFloat8E5M2: return d::encode<d::Float8E5M2Format>(v, saturate);
-    case DataType::kFloat8E5M2FNUZ: return d::encode<d::Float8E5M2FNUZFormat>(v, saturate);
-    case DataType::kFloat4E2M1: return d::encode<d::Float4E2M1Format>(v, saturate);
-    default: ADD_FAILURE() << "encode_narrow: unexpected type"; return 0;
-  }
+  return d::visit_type(t, [v, saturate]<class Traits>(Traits) -> uint32_t {
+    if constexpr (Traits::kKind == d::TypeKind::kMiniFloat && Traits::kBits <= 8) {
+      return d::encode<typename Traits::Format>(v, saturate);
+    } else {
+      ADD_FAILURE() << "encode_narrow: unexpected type";
+      return 0;
+    }
+  });
+}
+
+/// The mantissa bits of a quantized narrow float.
+int mantissa_bits(DataType t) {
+  return d::visit_type(t, []<class Traits>(Traits) -> int {
+    if constexpr (Traits::kKind == d::TypeKind::kMiniFloat) {
+      return Traits::Format::kManBits;
+    } else {
+      ADD_FAILURE() << "mantissa_bits: unexpected type";
+      return 0;
+    }
+  });
 }
 
 /// Rounds an exact value to type P (FLOAT, FLOAT16, BFLOAT16 or DOUBLE), once.
@@ -307,14 +320,11 @@ uint64_t random_zero_point_code(Rng& rng, DataType zp_type) {
 
 std::string tname(DataType t) { return qdq::data_type_name(t); }
 
-const DataType kQuantizedTypes[] = {DataType::kInt8,           DataType::kUint8,      DataType::kInt16,
-                                    DataType::kUint16,         DataType::kInt4,       DataType::kUint4,
-                                    DataType::kInt2,           DataType::kUint2,      DataType::kFloat8E4M3FN,
-                                    DataType::kFloat8E4M3FNUZ, DataType::kFloat8E5M2, DataType::kFloat8E5M2FNUZ,
-                                    DataType::kFloat4E2M1};
-const DataType kXTypes[] = {DataType::kFloat, DataType::kFloat16, DataType::kBFloat16, DataType::kInt32};
-const DataType kQScaleTypes[] = {DataType::kFloat, DataType::kFloat16, DataType::kBFloat16, DataType::kInt32,
-                                 DataType::kFloat8E8M0};
+// The type lists follow data_types.inc: every QuantizeLinear y, x and y_scale type.
+constexpr d::TypeList kQuantizedTypes = d::kQuantizedTypes;
+constexpr d::TypeList kXTypes = d::types_in_role(d::TypeRole::kQuantizeX);
+constexpr d::TypeList kQScaleTypes = d::types_in_role(d::TypeRole::kQuantizeScale);
+static_assert(kQuantizedTypes.size() == 13 && kXTypes.size() == 4 && kQScaleTypes.size() == 5);
 
 // =============================================================================================
 // QuantizeLinear against the oracle: every (y, x, scale) type triple × every layout × zero point
@@ -446,8 +456,8 @@ using DQParam = std::tuple<DataType, DataType, DataType>;  // x, scale, output_d
 class DequantizeTyped : public ::testing::TestWithParam<DQParam> {};
 
 uint64_t random_dq_zero_point(Rng& rng, DataType x_type) {
-  if (x_type == DataType::kFloat8E4M3FNUZ || x_type == DataType::kFloat8E5M2FNUZ) return 0x00;
-  if (is_float8(x_type)) return rng.chance(0.5) ? 0x00 : 0x80;  // ±0 only
+  if (is_float8(x_type) && !d::type_info(x_type).negative_zero) return 0x00;  // FNUZ: 0x80 is NaN
+  if (is_float8(x_type)) return rng.chance(0.5) ? 0x00 : 0x80;                // ±0 only
   if (x_type == DataType::kInt32) return static_cast<uint32_t>(static_cast<int32_t>(rng.integer(-100000, 100000)));
   return random_zero_point_code(rng, x_type);
 }
@@ -698,8 +708,7 @@ TEST(QuantizeSpecialScales, ZeroNegativeNaNInfinite) {
 // =============================================================================================
 // Properties.
 
-const DataType kIntTypes[] = {DataType::kInt8, DataType::kUint8, DataType::kInt16, DataType::kUint16,
-                              DataType::kInt4, DataType::kUint4, DataType::kInt2,  DataType::kUint2};
+constexpr d::TypeList kIntTypes = d::kQuantizedIntegerTypes;
 
 // DQ(Q(x)) is within half a quantization step of x for x inside the representable range.
 TEST(RoundTrip, DequantizeOfQuantizeWithinHalfAStep) {
@@ -736,16 +745,14 @@ TEST(RoundTrip, DequantizeOfQuantizeWithinHalfAStep) {
 // Float8 / float4: DQ(Q(x)) is the nearest representable value (within half an ulp of the format).
 TEST(RoundTrip, Float8AndFloat4WithinHalfAnUlp) {
   Rng rng(4711);
-  for (DataType y : {DataType::kFloat8E4M3FN, DataType::kFloat8E4M3FNUZ, DataType::kFloat8E5M2,
-                     DataType::kFloat8E5M2FNUZ, DataType::kFloat4E2M1}) {
+  for (DataType y : d::kQuantizedFloatTypes) {
     // Largest finite value of the format.
     double maxv = 0;
     for (uint64_t c = 0; c < (y == DataType::kFloat4E2M1 ? 16u : 256u); ++c) {
       const double v = narrow_value(y, c);
       if (std::isfinite(v)) maxv = std::max(maxv, v);
     }
-    const int man_bits =
-        y == DataType::kFloat4E2M1 ? 1 : (y == DataType::kFloat8E5M2 || y == DataType::kFloat8E5M2FNUZ ? 2 : 3);
+    const int man_bits = mantissa_bits(y);
     double min_sub = INFINITY;
     for (uint64_t c = 1; c < 8; ++c) min_sub = std::min(min_sub, std::fabs(narrow_value(y, c)));
     const float s = 0.5f;
@@ -827,7 +834,7 @@ TEST(Monotonicity, QuantizeIsMonotonicInX) {
 
 TEST(PackedOutputs, OddLengthsAndUnalignedRows) {
   uint64_t seed = 606;
-  for (DataType y : {DataType::kInt4, DataType::kUint4, DataType::kFloat4E2M1, DataType::kInt2, DataType::kUint2}) {
+  for (DataType y : d::kPackedTypes) {
     for (int64_t cols : {1, 2, 3, 5, 7, 9}) {
       for (int64_t rows : {1, 3}) {
         const Layout per_axis{"per_axis_rows", {rows, cols}, {rows}, 0, std::nullopt};

@@ -1,5 +1,5 @@
 // qdq's work splitting (src/parallel.hpp): every task runs exactly once on its fixed range whatever
-// the thread count and work estimate, jobs of more tasks than one claim word holds go in slices, and
+// the thread count and work estimate (jobs of tens of thousands of tasks included), and
 // calls with too little work per thread stay on the calling thread. No timing.
 #include <gtest/gtest.h>
 
@@ -49,8 +49,8 @@ TEST(ParallelRanges, EveryTaskRunsOnceOnItsRange) {
   }
 }
 
-TEST(ParallelRanges, JobsLargerThanAClaimWordGoInSlices) {
-  // 70 000 tasks (over the 65 535 one claim word holds); the body touches no data, so this is cheap.
+TEST(ParallelRanges, JobsOfManyTasksRunEachOnce) {
+  // 70 000 tasks (over 2^16, the claim word a 16-bit index would give); the body touches no data.
   expect_each_task_once(70000 * kTaskGrain - 5, 2, uint64_t{1} << 40);
 }
 

@@ -22,6 +22,7 @@
 #include "plan.hpp"
 #include "qdq/qdq.hpp"
 #include "types/float_formats.hpp"
+#include "types/type_lists.hpp"
 
 #include "kernels/simd/quotient_route.hpp"
 #include "kernels/simd/simd_kernels.hpp"
@@ -166,9 +167,7 @@ int64_t first_difference(const std::vector<uint8_t>& a, const std::vector<uint8_
   return a.size() == b.size() ? -1 : static_cast<int64_t>(a.size());
 }
 
-bool is_float8(T t) {
-  return t == T::kFloat8E4M3FN || t == T::kFloat8E4M3FNUZ || t == T::kFloat8E5M2 || t == T::kFloat8E5M2FNUZ;
-}
+bool is_float8(T t) { return qdq::detail::is_float8(t); }
 
 /// A failure description built from stream output.
 template <class Fn>
@@ -293,8 +292,7 @@ void SimdKernelsTest::check_quantize(T x_type, T scale_type, T y_type, const Sha
   Tensor x{x_type, shape, make_float_tensor(x_type, interesting_values(n, scales[0], rng))};
   Tensor s{scale_type, scale_shape, make_float_tensor(scale_type, scales)};
   Tensor zp{y_type, scale_shape, {}};
-  const bool is_float8 = y_type == T::kFloat8E4M3FN || y_type == T::kFloat8E4M3FNUZ || y_type == T::kFloat8E5M2 ||
-                         y_type == T::kFloat8E5M2FNUZ;
+  const bool is_float8 = qdq::detail::is_float8(y_type);
   if (with_zp) {
     zp.bytes = random_bytes(y_type, scale_count, rng);
     if (is_float8) std::fill(zp.bytes.begin(), zp.bytes.end(), 0);
@@ -371,10 +369,12 @@ void SimdKernelsTest::check_dequantize(T x_type, T scale_type, T y_type, const S
       describe(x_type, scale_type, y_type, shape, axis, block, false, with_zp) + (one_task ? " one task" : ""));
 }
 
-const T kQuantizedTypes[] = {T::kUint8,      T::kInt8,           T::kUint16,    T::kInt16,        T::kUint4,
-                             T::kInt4,       T::kUint2,          T::kInt2,      T::kFloat8E4M3FN, T::kFloat8E4M3FNUZ,
-                             T::kFloat8E5M2, T::kFloat8E5M2FNUZ, T::kFloat4E2M1};
-const T kFloatTypes[] = {T::kFloat, T::kFloat16, T::kBFloat16};
+constexpr qdq::detail::TypeList kQuantizedTypes = qdq::detail::kQuantizedTypes;
+// The float types QuantizeLinear's x may be (FLOAT, FLOAT16, BFLOAT16).
+constexpr qdq::detail::TypeList kFloatTypes = qdq::detail::types_where([](const qdq::detail::TypeInfo& info) {
+  return qdq::detail::is_division_type(info.type) &&
+         info.since[static_cast<int>(qdq::detail::TypeRole::kQuantizeX)] != 0;
+});
 
 TEST(SimdTargetsTest, TargetsAreListed) {
   for (const simd::Target& t : simd::available_targets()) std::printf("[ target   ] %s\n", t.name.c_str());

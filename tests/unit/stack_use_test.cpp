@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "qdq/qdq.hpp"
+#include "types/type_lists.hpp"
 
 namespace {
 
@@ -107,9 +108,7 @@ int64_t count_of(const std::vector<int64_t>& s) {
 
 /// Every type family through the three operators, with `options`.
 void run_every_family(const qdq::ExecutionOptions& options) {
-  const T quantized[] = {T::kUint8,      T::kInt8,           T::kUint16,    T::kInt16,        T::kUint4,
-                         T::kInt4,       T::kUint2,          T::kInt2,      T::kFloat8E4M3FN, T::kFloat8E4M3FNUZ,
-                         T::kFloat8E5M2, T::kFloat8E5M2FNUZ, T::kFloat4E2M1};
+  constexpr qdq::detail::TypeList quantized = qdq::detail::kQuantizedTypes;
   for (const Layout& layout : kLayouts) {
     const size_t n = static_cast<size_t>(count_of(layout.x_shape));
     const size_t scales = static_cast<size_t>(count_of(layout.scale_shape));

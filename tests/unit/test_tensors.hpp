@@ -18,66 +18,35 @@
 #include <vector>
 
 #include "qdq/qdq.hpp"
+#include "types/type_traits.hpp"
 
 namespace qdq_test {
 
 using qdq::DataType;
 using Shape = std::vector<int64_t>;
 
-/// Storage bits of an element type (written from types.md §1, not taken from the library).
-inline int type_bits(DataType t) {
-  switch (t) {
-    case DataType::kInt2:
-    case DataType::kUint2: return 2;
-    case DataType::kInt4:
-    case DataType::kUint4:
-    case DataType::kFloat4E2M1: return 4;
-    case DataType::kInt8:
-    case DataType::kUint8:
-    case DataType::kFloat8E4M3FN:
-    case DataType::kFloat8E4M3FNUZ:
-    case DataType::kFloat8E5M2:
-    case DataType::kFloat8E5M2FNUZ:
-    case DataType::kFloat8E8M0:
-    case DataType::kBool: return 8;
-    case DataType::kInt16:
-    case DataType::kUint16:
-    case DataType::kFloat16:
-    case DataType::kBFloat16: return 16;
-    case DataType::kFloat:
-    case DataType::kInt32:
-    case DataType::kUint32: return 32;
-    case DataType::kDouble:
-    case DataType::kInt64:
-    case DataType::kUint64: return 64;
-    default: return 0;
-  }
-}
+namespace qdq_detail = qdq::detail;
 
+/// Storage bits of an element type, from the type list (type_lists_test.cpp checks the list against
+/// types.md §1 by hand).
+inline int type_bits(DataType t) { return qdq_detail::type_info(t).bits; }
+
+/// A signed integer type (INT2 ... INT64).
 inline bool is_signed_int(DataType t) {
-  return t == DataType::kInt2 || t == DataType::kInt4 || t == DataType::kInt8 || t == DataType::kInt16 ||
-         t == DataType::kInt32;
+  const qdq_detail::TypeInfo& info = qdq_detail::type_info(t);
+  return info.kind == qdq_detail::TypeKind::kInteger && info.is_signed;
 }
 
+/// An integer type the operators read or write (INT64 and UINT32/64 have no operator role).
 inline bool is_int_type(DataType t) {
-  switch (t) {
-    case DataType::kInt2:
-    case DataType::kUint2:
-    case DataType::kInt4:
-    case DataType::kUint4:
-    case DataType::kInt8:
-    case DataType::kUint8:
-    case DataType::kInt16:
-    case DataType::kUint16:
-    case DataType::kInt32: return true;
-    default: return false;
-  }
+  const qdq_detail::TypeInfo& info = qdq_detail::type_info(t);
+  return info.kind == qdq_detail::TypeKind::kInteger &&
+         (qdq_detail::role_since(t, qdq_detail::TypeRole::kQuantizeY) != 0 ||
+          qdq_detail::role_since(t, qdq_detail::TypeRole::kDequantizeX) != 0);
 }
 
-inline bool is_float8(DataType t) {
-  return t == DataType::kFloat8E4M3FN || t == DataType::kFloat8E4M3FNUZ || t == DataType::kFloat8E5M2 ||
-         t == DataType::kFloat8E5M2FNUZ;
-}
+/// A float8 format (its zero point only selects the type).
+inline bool is_float8(DataType t) { return qdq_detail::is_float8(t); }
 
 inline int64_t int_min(DataType t) { return is_signed_int(t) ? -(int64_t(1) << (type_bits(t) - 1)) : 0; }
 inline int64_t int_max(DataType t) {
