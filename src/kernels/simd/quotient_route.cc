@@ -1,5 +1,5 @@
-// The run-time choice of quotient route per target (quotient_route.hpp): both routes' per-tensor
-// float32 -> int8 kernel timed on an in-cache buffer, the faster kept.
+// The run-time choice of quotient route per target (quotient_route.hpp): each route's per-tensor
+// kernels timed on an in-cache buffer, alternating, the faster kept by a margin.
 #include "kernels/simd/quotient_route.hpp"
 
 #include <algorithm>
@@ -24,7 +24,7 @@ QuotientRoute route_from_environment() {
   const char* value = std::getenv("QDQ_QUANTIZE_ROUTE");
   if (value == nullptr) return QuotientRoute::kAuto;
   if (std::strcmp(value, "divide") == 0) return QuotientRoute::kDivide;
-  if (std::strcmp(value, "markstein") == 0) return QuotientRoute::kMarkstein;
+  if (std::strcmp(value, "reciprocal") == 0 || std::strcmp(value, "markstein") == 0) return QuotientRoute::kReciprocal;
   return QuotientRoute::kAuto;
 }
 
@@ -33,8 +33,8 @@ std::atomic<int>& forced() {
   return route;
 }
 
-// Set on the measuring thread only, so that its two timed runs take the route being timed while
-// other threads keep theirs.
+// Set on the measuring thread only, so that its timed runs take the route being timed while other
+// threads keep theirs.
 thread_local QuotientRoute measuring = QuotientRoute::kAuto;
 
 bool has_fma(int64_t target) {
@@ -46,35 +46,91 @@ bool has_fma(int64_t target) {
 #endif
 }
 
-/// Times the per-tensor float32 -> int8 kernel of `target` with each route (best of several runs of
-/// 4096 elements, alternating) and returns the faster.
-QuotientRoute measure(int64_t target) {
-  constexpr int64_t kElements = 4096;  // 16 KiB in, 4 KiB out: in L1
-  std::vector<float> x(kElements);
-  for (int64_t i = 0; i < kElements; ++i) x[static_cast<size_t>(i)] = static_cast<float>((i * 37) % 511 - 255) * 0.37f;
-  const float scale = 0.0173f;  // not a power of two: the Markstein route applies
-  const std::array<int64_t, 1> shape{kElements};
-  const TensorView xv{DataType::kFloat, shape, x.data(), x.size() * sizeof(float)};
-  const TensorView sv{DataType::kFloat, {}, &scale, sizeof(float)};
-  QuantizeLinearAttributes attributes;
-  attributes.output_dtype = static_cast<int64_t>(DataType::kInt8);
-  const QuantizeCall call = plan_quantize(attributes, xv, sv, nullptr);
-  const QuantizeKernel kernel = quantize_kernel_for_target(target, call);
-  if (kernel == nullptr) return QuotientRoute::kDivide;
-  std::vector<uint8_t> y(static_cast<size_t>(call.y_bytes));
-  const QuotientRoute routes[2] = {QuotientRoute::kDivide, QuotientRoute::kMarkstein};
-  double best[2] = {1e30, 1e30};
-  for (int round = 0; round < 8; ++round) {
-    for (int r = 0; r < 2; ++r) {
-      measuring = routes[r];
-      const auto start = std::chrono::steady_clock::now();
-      kernel(call, y.data(), 0, kElements);
-      const auto stop = std::chrono::steady_clock::now();
-      best[r] = std::min(best[r], std::chrono::duration<double>(stop - start).count());
+/// The route a target keeps where the two measured within the margin of each other: on the Xeon
+/// (AVX-512) measured for docs/performance.md, the reciprocal routes won by 1.5-3x at 512 bits and
+/// were level with or ahead of the division at 256 bits, where Zen 3's fast vdivps may tie them.
+QuotientRoute default_route(int64_t target) {
+  (void)target;
+  return QuotientRoute::kReciprocal;
+}
+
+/// The two routes' best times (seconds) for one per-tensor float32 -> y kernel of `target` on an
+/// in-cache buffer of quantization-like data (quotients within ±127, fractions spread evenly).
+struct Timing {
+  double divide = 1e30;
+  double reciprocal = 1e30;
+};
+
+class KernelTimer {
+ public:
+  KernelTimer(int64_t target, DataType y) : x_(kElements) {
+    uint32_t state = 12345;
+    for (float& v : x_) {
+      state = state * 1664525u + 1013904223u;
+      v = static_cast<float>(static_cast<int32_t>(state >> 8) - (1 << 23)) * 0x1p-23f * 2.0f;  // [-2, 2)
     }
+    shape_[0] = kElements;
+    const TensorView xv{DataType::kFloat, shape_, x_.data(), x_.size() * sizeof(float)};
+    const TensorView sv{DataType::kFloat, {}, &scale_, sizeof(float)};
+    QuantizeLinearAttributes attributes;
+    attributes.output_dtype = static_cast<int64_t>(y);
+    call_ = plan_quantize(attributes, xv, sv, nullptr);
+    kernel_ = quantize_kernel_for_target(target, call_);
+    y_.resize(static_cast<size_t>(call_.y_bytes));
   }
-  measuring = QuotientRoute::kAuto;
-  return best[1] < best[0] ? QuotientRoute::kMarkstein : QuotientRoute::kDivide;
+
+  bool valid() const { return kernel_ != nullptr; }
+
+  /// One run of the kernel with `route`, in seconds.
+  double run(QuotientRoute route) {
+    measuring = route;
+    const auto start = std::chrono::steady_clock::now();
+    kernel_(call_, y_.data(), 0, kElements);
+    const auto stop = std::chrono::steady_clock::now();
+    measuring = QuotientRoute::kAuto;
+    return std::chrono::duration<double>(stop - start).count();
+  }
+
+ private:
+  static constexpr int64_t kElements = 2048;  // 8 KiB in: in L1 beside the output
+  std::vector<float> x_;
+  std::array<int64_t, 1> shape_{};
+  const float scale_ = 2.0f / 127.0f;  // not a power of two: the reciprocal routes apply
+  QuantizeCall call_{};
+  QuantizeKernel kernel_ = nullptr;
+  std::vector<uint8_t> y_;
+};
+
+struct Measured {
+  QuotientRoute rounding_check = QuotientRoute::kDivide;
+  QuotientRoute other = QuotientRoute::kDivide;
+};
+
+QuotientRoute decide(const Timing& t, int64_t target) {
+  constexpr double kMargin = 0.95;
+  if (t.reciprocal <= kMargin * t.divide) return QuotientRoute::kReciprocal;
+  if (t.divide <= kMargin * t.reciprocal) return QuotientRoute::kDivide;
+  return default_route(target);
+}
+
+/// Times int8 (rounding check) and int16 (Markstein) outputs with each route, best of 16 runs each,
+/// the routes and kernels alternating so that a slow moment of the machine hits them alike.
+Measured measure(int64_t target) {
+  KernelTimer narrow(target, DataType::kInt8);
+  KernelTimer wide(target, DataType::kInt16);
+  Timing narrow_time, wide_time;
+  if (!narrow.valid() || !wide.valid()) return {};
+  for (const QuotientRoute route : {QuotientRoute::kDivide, QuotientRoute::kReciprocal}) {  // warm caches
+    narrow.run(route);
+    wide.run(route);
+  }
+  for (int round = 0; round < 16; ++round) {
+    narrow_time.divide = std::min(narrow_time.divide, narrow.run(QuotientRoute::kDivide));
+    narrow_time.reciprocal = std::min(narrow_time.reciprocal, narrow.run(QuotientRoute::kReciprocal));
+    wide_time.divide = std::min(wide_time.divide, wide.run(QuotientRoute::kDivide));
+    wide_time.reciprocal = std::min(wide_time.reciprocal, wide.run(QuotientRoute::kReciprocal));
+  }
+  return {decide(narrow_time, target), decide(wide_time, target)};
 }
 
 }  // namespace
@@ -83,27 +139,36 @@ void force_quotient_route(QuotientRoute route) { forced().store(static_cast<int>
 
 QuotientRoute forced_quotient_route() { return static_cast<QuotientRoute>(forced().load(std::memory_order_relaxed)); }
 
-QuotientRoute quotient_route(int64_t target) {
+QuotientRoute quotient_route(int64_t target, bool rounding_check) {
   if (!has_fma(target)) return QuotientRoute::kDivide;
   if (measuring != QuotientRoute::kAuto) return measuring;
   const QuotientRoute route = forced_quotient_route();
   if (route != QuotientRoute::kAuto) return route;
   constexpr int kBits = 64;
   static std::array<std::once_flag, kBits> once;
-  static std::array<std::atomic<int>, kBits> measured{};
-  const int index = std::countr_zero(static_cast<uint64_t>(target)) % kBits;
-  std::call_once(once[static_cast<size_t>(index)],
-                 [&] { measured[static_cast<size_t>(index)].store(static_cast<int>(measure(target))); });
-  return static_cast<QuotientRoute>(measured[static_cast<size_t>(index)].load());
+  static std::array<std::atomic<int>, kBits> measured{};  // Measured's two routes, 4 bits each
+  const size_t index = static_cast<size_t>(std::countr_zero(static_cast<uint64_t>(target)) % kBits);
+  std::call_once(once[index], [&] {
+    const Measured m = measure(target);
+    measured[index].store(static_cast<int>(m.rounding_check) | (static_cast<int>(m.other) << 4));
+  });
+  const int both = measured[index].load();
+  return static_cast<QuotientRoute>(rounding_check ? both & 0xF : both >> 4);
 }
 
 const char* quotient_route_name(QuotientRoute route) {
   switch (route) {
     case QuotientRoute::kDivide: return "division";
-    case QuotientRoute::kMarkstein: return "Markstein reciprocal";
+    case QuotientRoute::kReciprocal: return "reciprocal";
     case QuotientRoute::kAuto: break;
   }
   return "auto";
+}
+
+const char* quotient_route_description(int64_t target, DataType y) {
+  const bool rounding_check = rounding_check_applies(y);
+  if (quotient_route(target, rounding_check) != QuotientRoute::kReciprocal) return "division";
+  return rounding_check ? "rounding check" : "Markstein reciprocal";
 }
 
 }  // namespace qdq::detail::simd
