@@ -190,15 +190,15 @@ const Loops& loops() { return chosen_loops != nullptr ? *chosen_loops : best_loo
 bool use_reference_target(const std::string& name) {
   static const Loops compiled[] = {
 #if HWY_ARCH_X86 && (HWY_TARGETS & HWY_AVX3)
-      QDQ_BENCH_LOOPS(N_AVX3),
+    QDQ_BENCH_LOOPS(N_AVX3),
 #endif
 #if HWY_ARCH_X86 && (HWY_TARGETS & HWY_AVX2)
-      QDQ_BENCH_LOOPS(N_AVX2),
+    QDQ_BENCH_LOOPS(N_AVX2),
 #endif
 #if HWY_ARCH_X86 && (HWY_TARGETS & HWY_SSE4)
-      QDQ_BENCH_LOOPS(N_SSE4),
+    QDQ_BENCH_LOOPS(N_SSE4),
 #endif
-      QDQ_BENCH_LOOPS(HWY_NAMESPACE),
+    QDQ_BENCH_LOOPS(HWY_NAMESPACE),
   };
   if (name.empty()) {
     chosen_loops = nullptr;

@@ -83,11 +83,10 @@ void set_simd_target(std::string_view target) {
         return;
       }
     }
-    throw Error("SIMD target " + std::string(target) + " is compiled into qdq but this CPU "
-                                          "cannot run it");
+    throw Error("SIMD target " + std::string(target) + " is compiled into qdq but this CPU cannot run it");
   }
-  throw Error("SIMD target " + std::string(target) + " is not compiled into qdq (compiled: " +
-                                            (compiled.empty() ? std::string("none") : compiled) + ")");
+  throw Error("SIMD target " + std::string(target) +
+              " is not compiled into qdq (compiled: " + (compiled.empty() ? std::string("none") : compiled) + ")");
 }
 
 std::string simd_target() {

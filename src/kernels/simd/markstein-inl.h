@@ -49,7 +49,7 @@ struct Markstein {
     const DU du;
     const VF q0 = hn::Mul(x, reciprocal);
     // |q0| in [2^-40, 2^40] as one unsigned compare of the magnitude's bits (NaN lies above +inf).
-    const VU offset = hn::Sub(hn::BitCast(du, hn::Abs(q0)), hn::Set(du, 0x2B800000u));  // bits of 2^-40
+    const VU offset = hn::Sub(hn::BitCast(du, hn::Abs(q0)), hn::Set(du, 0x2B800000u));           // bits of 2^-40
     *in_range = hn::RebindMask(df, hn::Lt(offset, hn::Set(du, 0x53800000u - 0x2B800000u + 1)));  // 2^40
     *taken = hn::Or(*in_range, hn::Eq(x, hn::Zero(df)));
     return hn::IfThenElse(*in_range, hn::MulAdd(hn::NegMulAdd(q0, scale, x), reciprocal, q0), q0);

@@ -268,7 +268,7 @@ HWY_INLINE void QuantizeLoop(const QuantizeCall& c, int64_t first, int64_t count
   int64_t i = 0;
   for (; i + 4 * lanes <= count; i += 4 * lanes) {
     uint8_t* const dst = kBytesPer != 0 ? out + i * kBytesPer : out + i * kBits / 8;
-    if constexpr (requires(VF& v) { route.Group(v, v, v, v, v); }) {
+    if constexpr (requires(VF & v) { route.Group(v, v, v, v, v); }) {
       // The reciprocal routes check a whole group at once (one branch), with one scale for the run.
       VF q0 = LoadDividend<X>(c.x, first + i, full), q1 = LoadDividend<X>(c.x, first + i + lanes, full);
       VF q2 = LoadDividend<X>(c.x, first + i + 2 * lanes, full), q3 = LoadDividend<X>(c.x, first + i + 3 * lanes, full);
