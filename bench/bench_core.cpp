@@ -461,6 +461,10 @@ std::unique_ptr<PreparedCase> prepare_case(const CaseInfo& info, int64_t element
 std::vector<BenchResult> run_benchmarks(const BenchOptions& options,
                                         const std::function<void(const BenchResult&)>& progress) {
   std::vector<BenchResult> results;
+  // The kernels' target, and the references on the same one so that their ratios compare like with like.
+  set_simd_target(options.target);
+  const std::string target = simd_target();
+  if (!use_reference_target(target)) use_reference_target("");
   const int threads = options.threads > 0 ? options.threads : default_num_threads();
   const BusyLoad load(options.load);
   std::unique_ptr<CeilingBuffers> ceiling_buffers;
@@ -531,7 +535,12 @@ std::vector<BenchResult> run_benchmarks(const BenchOptions& options,
       r.reference = in_cache ? "ceiling" : "streaming";
       r.vs_reference = in_cache ? r.ceiling_ratio : r.ratio;
       r.reference_target = reference_target();
-      if (quantize && !scalar) r.routes = getenv("QDQ_POW2") ? "power-of-two reciprocal" : "division";
+      r.target = scalar ? "" : target;
+      if (quantize && !scalar) {
+        r.routes = getenv("QDQ_POW2")           ? "power-of-two reciprocal"
+                   : info.x == DataType::kFloat ? quantize_division_route(info.y)
+                                                : "division";
+      }
       if (quantize && scalar) r.routes = "division";
       r.load = options.load;
       if (options.compare_one_thread) {
@@ -560,8 +569,8 @@ std::string to_json(const std::vector<BenchResult>& results) {
            ", \"ceiling_gelem_per_s\": " + fixed(r.ceiling_gelem_per_s, 4) +
            ", \"ceiling_ratio\": " + fixed(r.ceiling_ratio, 3) + ", \"reference\": " + json_string(r.reference) +
            ", \"vs_reference\": " + fixed(r.vs_reference, 3) +
-           ", \"reference_target\": " + json_string(r.reference_target) + ", \"routes\": " + json_string(r.routes) +
-           ", \"load\": " + std::to_string(r.load) +
+           ", \"reference_target\": " + json_string(r.reference_target) + ", \"target\": " + json_string(r.target) +
+           ", \"routes\": " + json_string(r.routes) + ", \"load\": " + std::to_string(r.load) +
            ", \"one_thread_gelem_per_s\": " + fixed(r.one_thread_gelem_per_s, 4) +
            ", \"vs_one_thread\": " + fixed(r.vs_one_thread, 3) + "}";
     out += i + 1 < results.size() ? ",\n" : "\n";

@@ -24,6 +24,8 @@ struct BenchOptions {
   bool compare_scalar = false;           // also time the scalar kernels, reported as extra rows
   bool compare_one_thread = false;       // also time each case on one thread, samples interleaved (means of 0.5 s each)
   int load = 0;                          // busy threads run beside the benchmark for its whole duration
+  std::string target;                    // SIMD target of the kernels and references ("" = the best);
+                                         // qdq::set_simd_target refuses one the CPU or build lacks
 };
 
 struct BenchResult {
@@ -51,8 +53,10 @@ struct BenchResult {
   std::string reference;         // the limit that applies: "ceiling" in cache, else "streaming"
   double vs_reference = 0;       // ceiling_ratio or ratio, as `reference` says
   std::string reference_target;  // the Highway target the reference loops ran on, e.g. "AVX3"
-  // How the kernel computes the quantize quotient here: "division" or "power-of-two reciprocal"
-  // (the exact reciprocal routes will add theirs); empty for dequantize.
+  std::string target;            // the SIMD target the kernels ran on (qdq::simd_target(); --target)
+  // How the kernel computes the quantize quotient here: "division", "power-of-two reciprocal" or, as
+  // measured for the target at first use, "rounding check" or "Markstein reciprocal"; empty for
+  // dequantize.
   std::string routes;
   int load = 0;                       // busy threads that ran beside it
   double one_thread_gelem_per_s = 0;  // the same case on one thread (compare_one_thread), else 0

@@ -160,7 +160,7 @@ struct Loops {
 /// The best compiled target this CPU runs, chosen here rather than by libhwy's dispatch so that
 /// the qdq CLI, which links the bench core, needs Highway's headers only, as the library does.
 /// (The feature names are those GCC and clang both accept; every AVX2 CPU also has F16C.)
-const Loops& loops() {
+const Loops& best_loops() {
   static const Loops chosen = [] {
 #if HWY_ARCH_X86 && (defined(__GNUC__) || defined(__clang__))
 #if HWY_TARGETS & HWY_AVX3
@@ -181,7 +181,37 @@ const Loops& loops() {
   return chosen;
 }
 
+const Loops* chosen_loops = nullptr;  // use_reference_target's choice; null = best_loops()
+
+const Loops& loops() { return chosen_loops != nullptr ? *chosen_loops : best_loops(); }
+
 }  // namespace
+
+bool use_reference_target(const std::string& name) {
+  static const Loops compiled[] = {
+#if HWY_ARCH_X86 && (HWY_TARGETS & HWY_AVX3)
+    QDQ_BENCH_LOOPS(N_AVX3),
+#endif
+#if HWY_ARCH_X86 && (HWY_TARGETS & HWY_AVX2)
+    QDQ_BENCH_LOOPS(N_AVX2),
+#endif
+#if HWY_ARCH_X86 && (HWY_TARGETS & HWY_SSE4)
+    QDQ_BENCH_LOOPS(N_SSE4),
+#endif
+    QDQ_BENCH_LOOPS(HWY_NAMESPACE),
+  };
+  if (name.empty()) {
+    chosen_loops = nullptr;
+    return true;
+  }
+  for (const Loops& l : compiled) {
+    if (name == hwy::TargetName(l.target)) {
+      chosen_loops = &l;
+      return true;
+    }
+  }
+  return false;
+}
 
 void stream_range(const uint8_t* in, uint64_t in_bytes, uint8_t* out, uint64_t out_bytes, bool non_temporal) {
   loops().stream_range(in, in_bytes, out, out_bytes, non_temporal);

@@ -26,4 +26,10 @@ void ceiling_dequantize_uint8(const uint8_t* x, float* y, int64_t n, float scale
 /// The Highway target the loops above run on here (e.g. "AVX3"). Allocates nothing.
 std::string reference_target();
 
+/// Makes the loops above run on the target named `name` (as reference_target() names them; "" = the
+/// best this CPU runs) and returns true, or returns false, changing nothing, where the bench has no
+/// loops compiled for it. The caller checks that the CPU runs it (qdq::set_simd_target does). Not
+/// to be called while the loops run.
+bool use_reference_target(const std::string& name);
+
 }  // namespace qdq::bench

@@ -29,6 +29,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "qdq/export.hpp"
@@ -149,5 +150,20 @@ QDQ_API DynamicQuantizationParameters dynamic_quantize_linear(const TensorView& 
 /// The operator version (since-version) that a model opset selects for QuantizeLinear and
 /// DequantizeLinear: 10, 13, 19, 21, 23, 24 or 25. Throws qdq::Error for an opset below 10.
 QDQ_API int quantize_linear_version(int64_t opset);
+
+/// How float32 QuantizeLinear to y_type divides by a scale that is not a power of two on this CPU's
+/// SIMD target: "division", "rounding check" or "Markstein reciprocal" (all give the same codes; the
+/// faster is measured once per target at the first call, or QDQ_QUANTIZE_ROUTE=divide|reciprocal
+/// forces one). For benchmark reports. Allocates nothing; thread-safe.
+QDQ_API const char* quantize_division_route(DataType y_type);
+
+/// Makes every later call run the SIMD kernels of `target` (a Highway target name: "AVX3", "AVX2",
+/// "SSE4", ...), or those of the best one this CPU runs for "". For benchmarks, to measure another
+/// CPU's path on this one. Throws qdq::Error naming the target when qdq is not compiled for it or this
+/// CPU cannot run it. Allocates only the error; not to be called while another call runs.
+QDQ_API void set_simd_target(std::string_view target);
+
+/// The SIMD target the calls run on now ("AVX3", ...; "" without SIMD kernels). Allocates the string.
+QDQ_API std::string simd_target();
 
 }  // namespace qdq

@@ -2,7 +2,12 @@
 // call's type combination, else the scalar reference.
 #include "kernels/kernels.hpp"
 
+#include <string>
+#include <string_view>
+
+#include "kernels/simd/quotient_route.hpp"
 #include "kernels/simd/simd_kernels.hpp"
+#include "qdq/qdq.hpp"
 
 namespace qdq::detail {
 
@@ -40,7 +45,56 @@ const std::vector<Target>& available_targets() {
 int64_t best_target() { return 0; }
 QuantizeKernel quantize_kernel_for_target(int64_t, const QuantizeCall&) { return nullptr; }
 DequantizeKernel dequantize_kernel_for_target(int64_t, const DequantizeCall&) { return nullptr; }
+std::vector<Target> compiled_targets() { return {}; }
+void set_target(int64_t) {}
+void force_quotient_route(QuotientRoute) {}
+QuotientRoute forced_quotient_route() { return QuotientRoute::kAuto; }
+QuotientRoute quotient_route(int64_t, bool) { return QuotientRoute::kDivide; }
+const char* quotient_route_name(QuotientRoute) { return "division"; }
+const char* quotient_route_description(int64_t, DataType) { return "division"; }
+bool markstein_quotients(int64_t, float, const float*, float*, int64_t, bool) { return false; }
 }  // namespace simd
 #endif
 
 }  // namespace qdq::detail
+
+namespace qdq {
+
+const char* quantize_division_route(DataType y_type) {
+  const int64_t target = detail::simd::best_target();
+  if (target == 0) return "division";
+  return detail::simd::quotient_route_description(target, y_type);
+}
+
+void set_simd_target(std::string_view target) {
+  if (target.empty()) {
+    detail::simd::set_target(0);
+    return;
+  }
+  std::string compiled;
+  for (const detail::simd::Target& t : detail::simd::compiled_targets()) {
+    if (t.name != target) {
+      compiled += (compiled.empty() ? "" : ", ") + t.name;
+      continue;
+    }
+    for (const detail::simd::Target& runnable : detail::simd::available_targets()) {
+      if (runnable.bit == t.bit) {
+        detail::simd::set_target(t.bit);
+        return;
+      }
+    }
+    throw Error("SIMD target " + std::string(target) + " is compiled into qdq but this CPU cannot run it");
+  }
+  throw Error("SIMD target " + std::string(target) +
+              " is not compiled into qdq (compiled: " + (compiled.empty() ? std::string("none") : compiled) + ")");
+}
+
+std::string simd_target() {
+  const int64_t target = detail::simd::best_target();
+  for (const detail::simd::Target& t : detail::simd::available_targets()) {
+    if (t.bit == target) return t.name;
+  }
+  return "";
+}
+
+}  // namespace qdq

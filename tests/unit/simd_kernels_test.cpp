@@ -24,6 +24,7 @@
 #include "types/float_formats.hpp"
 #include "types/type_lists.hpp"
 
+#include "kernels/simd/quotient_route.hpp"
 #include "kernels/simd/simd_kernels.hpp"
 
 namespace qdq::detail {
@@ -307,9 +308,14 @@ void SimdKernelsTest::check_quantize(T x_type, T scale_type, T y_type, const Sha
   const TensorView zv = zp.view();
   const QuantizeCall call = plan_quantize(attributes, xv, sv, with_zp ? &zv : nullptr);
 
-  expect_target_matches_scalar(
-      call, n, one_task ? std::vector<int64_t>{0, n} : task_bounds(n, rng),
-      describe(x_type, scale_type, y_type, shape, axis, block, saturate, with_zp) + (one_task ? " one task" : ""));
+  // Both quotient routes on every target, whichever the target measured faster.
+  const std::vector<int64_t> bounds = one_task ? std::vector<int64_t>{0, n} : task_bounds(n, rng);
+  for (const simd::QuotientRoute route : {simd::QuotientRoute::kDivide, simd::QuotientRoute::kReciprocal}) {
+    const simd::ScopedQuotientRoute forced(route);
+    expect_target_matches_scalar(call, n, bounds,
+                                 describe(x_type, scale_type, y_type, shape, axis, block, saturate, with_zp) +
+                                     (one_task ? " one task" : "") + " route " + simd::quotient_route_name(route));
+  }
 }
 
 void SimdKernelsTest::check_dequantize(T x_type, T scale_type, T y_type, const Shape& shape, int64_t axis,
@@ -864,6 +870,126 @@ TEST_P(SimdKernelsTest, QuantizeFloat8E8M0ScalesEveryCode) {
     }
   }
   expect_compared(675);
+}
+
+/// Markstein's corrected reciprocal against IEEE float32 division, bit for bit (NaN for NaN): every
+/// 4093rd float32 bit pattern (all exponents, varied mantissas) plus the specials and the edges of
+/// the range check, for scales from 2^-60 to 2^58 with random mantissas and both signs.
+/// `qdq_division_routes --exhaustive` is the full 2^32 proof for a scale; this samples many scales.
+TEST_P(SimdKernelsTest, MarksteinQuotientEqualsDivision) {
+  std::vector<float> x;
+  for (uint64_t bits = 0; bits <= 0xFFFFFFFFull; bits += 4093)
+    x.push_back(std::bit_cast<float>(static_cast<uint32_t>(bits)));
+  const float inf = std::numeric_limits<float>::infinity();
+  for (const float v : {0.0f, -0.0f, inf, -inf, std::numeric_limits<float>::quiet_NaN(),
+                        std::numeric_limits<float>::denorm_min(), std::numeric_limits<float>::min(),
+                        std::numeric_limits<float>::max(), -std::numeric_limits<float>::max(), 1.0f, 0.5f, 1.5f}) {
+    x.push_back(v);
+  }
+  std::mt19937 rng(12);
+  std::uniform_real_distribution<float> mantissa(1.0f, 2.0f);
+  std::vector<float> scales{0.0173f, 0.1f, 1.0f / 3.0f, -0.37f, 3e-5f, 1.0f, 0x1p-62f, 0x1.fffffep61f};
+  for (const int e : {-60, -52, -44, -36, -28, -20, -12, -6, -1, 0, 3, 10, 20, 30, 44, 58}) {
+    scales.push_back(std::ldexp(mantissa(rng), e) * (e % 2 != 0 ? -1.0f : 1.0f));
+  }
+  // The range check's edges for each scale: quotients near 2^-40 and 2^40.
+  std::vector<float> q(x.size() + 64);
+  int64_t checked = 0;
+  for (const float s : scales) {
+    std::vector<float> xs = x;
+    for (const float edge : {0x1p-40f, 0x1p40f}) {
+      const float at = edge * s;
+      xs.push_back(at);
+      xs.push_back(std::nextafter(at, 0.0f));
+      xs.push_back(std::nextafter(at, 2 * at));
+    }
+    q.resize(xs.size());
+    // A vector at a time, and in the group-of-four form of QuantizeLoop's main loop, on the sampled x
+    // (whose groups mostly mix in specials, so they divide) and on its in-range part alone.
+    std::vector<float> in_range;
+    for (const float v : xs) {
+      if (std::fabs(v / s) >= 0x1p-40f && std::fabs(v / s) <= 0x1p40f) in_range.push_back(v);
+    }
+    for (const std::vector<float>* values : {&xs, &in_range}) {
+      for (const bool grouped : {false, true}) {
+        q.resize(values->size());
+        if (!simd::markstein_quotients(target_.bit, s, values->data(), q.data(), static_cast<int64_t>(values->size()),
+                                       grouped)) {
+          GTEST_SKIP() << target_.name << " has no Markstein route (no fused multiply-add)";
+        }
+        for (size_t i = 0; i < values->size(); ++i) {
+          const float expected = (*values)[i] / s;
+          if (std::isnan(expected)) {
+            ASSERT_TRUE(std::isnan(q[i])) << "x = " << (*values)[i] << " s = " << s;
+          } else {
+            ASSERT_EQ(std::bit_cast<uint32_t>(q[i]), std::bit_cast<uint32_t>(expected))
+                << target_.name << (grouped ? " grouped" : "") << ": x = " << std::hexfloat << (*values)[i]
+                << " s = " << s << " got " << q[i] << " expected " << expected;
+          }
+        }
+      }
+    }
+    checked += static_cast<int64_t>(xs.size());
+  }
+  EXPECT_GT(checked, 16 * 1000000);
+  // Outside [2^-62, 2^62] the route does not apply (the kernels divide).
+  float out = 0;
+  const float one = 1;
+  EXPECT_FALSE(simd::markstein_quotients(target_.bit, 0x1p63f, &one, &out, 1));
+  EXPECT_FALSE(simd::markstein_quotients(target_.bit, 0x1p-63f, &one, &out, 1));
+}
+
+/// The reciprocal routes' fast paths (no lane falls back) against the scalar kernel: data like real
+/// activations (quotients within ±200, fractions spread evenly), where most groups of four vectors
+/// keep the multiplied quotient, with sparse quotients at and 1-3 ulps beside half-integers, where the
+/// inexact product x·RN(1/s) rounds to the other integer for some of them, and a rare NaN, ±inf or
+/// huge value; every output the rounding check (8-bit and narrower integers) or Markstein (the
+/// others) serves, with and without zero points, under the forced reciprocal route.
+TEST_P(SimdKernelsTest, ReciprocalRoutesMatchScalarNearHalfIntegers) {
+  std::mt19937 rng(13);
+  const int64_t n = 4096 + 52;
+  const std::vector<float> scales{0.0173f, 2.0f / 127.0f, 1.0f / 3.0f, -0.37f, 3e-5f, 7.1f, 0x1.3p-62f, 0x1.7p61f};
+  int64_t misrounded = 0;  // near-half inputs whose product x·RN(1/s) rounds unlike x / s
+  const simd::ScopedQuotientRoute forced(simd::QuotientRoute::kReciprocal);
+  for (const float scale : scales) {
+    std::uniform_real_distribution<float> quotient(-200.0f, 200.0f);
+    std::vector<float> xs(static_cast<size_t>(n));
+    for (float& x : xs) x = quotient(rng) * scale;
+    for (int64_t i = 0; i < n; i += 97 + static_cast<int64_t>(rng() % 200)) {
+      float x = (static_cast<float>(static_cast<int>(rng() % 400) - 200) + 0.5f) * scale;
+      for (int step = static_cast<int>(rng() % 7) - 3; step != 0; step += step > 0 ? -1 : 1)
+        x = std::nextafter(x, step > 0 ? 2 * x : 0.0f);
+      xs[static_cast<size_t>(i)] = x;
+      const float product = x * (1.0f / scale);
+      if (std::nearbyint(product) != std::nearbyint(x / scale)) ++misrounded;
+    }
+    const float inf = std::numeric_limits<float>::infinity();
+    for (const float special : {std::numeric_limits<float>::quiet_NaN(), inf, -inf, 1e30f * scale, -3e9f * scale})
+      xs[static_cast<size_t>(rng() % static_cast<uint64_t>(n))] = special;
+    for (const T y : {T::kInt8, T::kUint8, T::kInt4, T::kUint4, T::kInt2, T::kUint2, T::kInt16, T::kUint16,
+                      T::kFloat8E4M3FN, T::kFloat8E5M2, T::kFloat8E4M3FNUZ, T::kFloat4E2M1}) {
+      for (const bool with_zp : {false, true}) {
+        if (with_zp && !is_quantized_integer(y)) continue;
+        const Shape shape{n};
+        const Tensor x{T::kFloat, shape, make_float_tensor(T::kFloat, xs)};
+        const Tensor s{T::kFloat, {}, make_float_tensor(T::kFloat, {scale})};
+        const Tensor zp{y, {}, random_bytes(y, 1, rng)};
+        QuantizeLinearAttributes attributes;
+        attributes.opset = 25;
+        attributes.output_dtype = static_cast<int64_t>(y);
+        const TensorView xv = x.view();
+        const TensorView sv = s.view();
+        const TensorView zv = zp.view();
+        const QuantizeCall call = plan_quantize(attributes, xv, sv, with_zp ? &zv : nullptr);
+        expect_target_matches_scalar(call, n, task_bounds(n, rng),
+                                     describe(T::kFloat, T::kFloat, y, shape, -1, 0, true, with_zp) +
+                                         " scale=" + std::to_string(scale) + " route reciprocal");
+      }
+    }
+  }
+  // The inputs do reach the cases that the check exists for.
+  EXPECT_GT(misrounded, 0);
+  expect_compared(8 * 20);
 }
 
 TEST_P(SimdKernelsTest, DequantizeFloat8E8M0ScalesEveryCode) {

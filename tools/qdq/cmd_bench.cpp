@@ -1,10 +1,10 @@
 // `qdq bench [--json] [--size ELEMENTS] [--filter TEXT] [--repeats N] [--compare-scalar]
-// [--compare-one-thread] [--load N]`: time the QuantizeLinear/DequantizeLinear kernels on qdq's
+// [--compare-one-thread] [--load N] [--target NAME]`: time the QuantizeLinear/DequantizeLinear kernels on qdq's
 // benchmark cases (bench/bench_core.hpp), each next to the machine's limits measured in the same run:
 // a streaming loop over the same bytes (the better of normal and non-temporal stores) and, in cache,
 // a ceiling loop (inexact multiply-by-reciprocal quantize, convert + fma dequantize). Threads come from the global
 // --threads option (default here: 1); --force-scalar times the scalar reference kernels; --load N keeps N busy threads
-// running beside it throughout.
+// running beside it throughout; --target runs another SIMD target's kernels (and references).
 #include <memory>
 #include <string>
 
@@ -22,6 +22,7 @@ Command register_bench(CLI::App& app, const GlobalOptions& globals) {
     bool compare_scalar = false;
     bool compare_one_thread = false;
     int load = 0;
+    std::string target;
   };
   auto args = std::make_shared<Arguments>();
   CLI::App* sub = app.add_subcommand(
@@ -38,6 +39,9 @@ Command register_bench(CLI::App& app, const GlobalOptions& globals) {
   sub->add_option("--load", args->load,
                   "Run N busy threads beside the benchmark for its whole duration (a loaded machine)")
       ->check(CLI::Range(0, 64));
+  sub->add_option("--target", args->target,
+                  "Run the SIMD kernels and references of this Highway target (AVX3, AVX2, SSE4, ...; default: the "
+                  "best this CPU runs); an error where the CPU or the build lacks it");
   Command command;
   command.app = sub;
   command.run = [args, &globals]() {
@@ -50,6 +54,8 @@ Command register_bench(CLI::App& app, const GlobalOptions& globals) {
     options.compare_scalar = args->compare_scalar;
     options.compare_one_thread = args->compare_one_thread;
     options.load = args->load;
+    options.target = args->target;
+    set_simd_target(options.target);  // refused before any output where the CPU or the build lacks it
     if (args->json) {
       print_line(bench::to_json(bench::run_benchmarks(options)));
     } else {

@@ -102,6 +102,10 @@ HWY_INLINE void StoreWords2(VI a, VI b, uint8_t* out) {
 #if HWY_TARGET == HWY_AVX2
   const __m256i ab = Signed ? _mm256_packs_epi32(a.raw, b.raw) : _mm256_packus_epi32(a.raw, b.raw);
   _mm256_storeu_si256(reinterpret_cast<__m256i*>(out), _mm256_permute4x64_epi64(ab, 0xD8));
+#elif HWY_TARGET == HWY_AVX3
+  // Per 128-bit block k: a 4k..4k+3, b 4k..4k+3; one qword permute puts a's halves, then b's, in order.
+  const __m512i ab = Signed ? _mm512_packs_epi32(a.raw, b.raw) : _mm512_packus_epi32(a.raw, b.raw);
+  _mm512_storeu_si512(out, _mm512_permutexvar_epi64(_mm512_setr_epi64(0, 2, 4, 6, 1, 3, 5, 7), ab));
 #elif HWY_TARGET == HWY_SSE4
   _mm_storeu_si128(reinterpret_cast<__m128i*>(out),
                    Signed ? _mm_packs_epi32(a.raw, b.raw) : _mm_packus_epi32(a.raw, b.raw));
@@ -122,6 +126,14 @@ HWY_INLINE void StoreBytes4(VI a, VI b, VI c, VI d, uint8_t* out) {
       Signed ? _mm256_packs_epi16(ab, cd) : _mm256_packus_epi16(ab, cd);  // a0-3 b0-3 c0-3 d0-3 | a4-7 ...
   const __m256i ordered = _mm256_permutevar8x32_epi32(bytes, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
   _mm256_storeu_si256(reinterpret_cast<__m256i*>(out), ordered);
+#elif HWY_TARGET == HWY_AVX3
+  // Two levels of saturating packs leave a 4k..4k+3, b 4k.., c 4k.., d 4k.. in 128-bit block k; one
+  // dword permute orders them: a quarter of the shuffles of four demotions.
+  const __m512i ab = _mm512_packs_epi32(a.raw, b.raw);
+  const __m512i cd = _mm512_packs_epi32(c.raw, d.raw);
+  const __m512i bytes = Signed ? _mm512_packs_epi16(ab, cd) : _mm512_packus_epi16(ab, cd);
+  const __m512i order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+  _mm512_storeu_si512(out, _mm512_permutexvar_epi32(order, bytes));
 #elif HWY_TARGET == HWY_SSE4
   const __m128i ab = _mm_packs_epi32(a.raw, b.raw);
   const __m128i cd = _mm_packs_epi32(c.raw, d.raw);

@@ -20,7 +20,9 @@
 //   other blocked; per-axis      chunks of kChunk: long float32 segments stepping by one read their
 //   with inner < 256             parameters in place (InPlaceParams), the rest of the chunk is
 //                                expanded per element first (ExpandedView)
-// Broadcast runs divide, or multiply by the reciprocal where that is exact (ExactReciprocal); 2/4-bit
+// Broadcast runs divide, or multiply by the reciprocal where that is exact (ExactReciprocal), or (float32
+// division, where the target measured it faster: quotient_route.hpp) take Markstein's corrected
+// reciprocal, which equals the division bit for bit; 2/4-bit
 // outputs not packed in registers go through a code buffer packed per chunk (pack-inl.h).
 //
 // The performance notes behind these choices are in docs/performance.md ("Quantize kernel loop").
@@ -43,8 +45,10 @@
 #include "kernels/simd/convert-inl.h"
 #include "kernels/simd/families.hpp"
 #include "kernels/simd/load_store-inl.h"
+#include "kernels/simd/markstein-inl.h"
 #include "kernels/simd/pack-inl.h"
 #include "kernels/simd/params-inl.h"
+#include "kernels/simd/quotient_route.hpp"
 #include "kernels/simd/vectors-inl.h"
 #include "types/integer_types.hpp"
 #include "types/type_traits.hpp"
@@ -156,12 +160,23 @@ HWY_INLINE bool ExactReciprocal(float s, float* reciprocal) {
 
 // ---------------------------------------------------------------------------------------------
 // Quotient policies: how QuantizeLoop turns x and the run's "scale" slot into the quotient before it
-// is rounded to P. Another exact route (a Markstein-corrected reciprocal) is one more policy.
+// is rounded to P.
 
 /// x / s, the IEEE float32 division (the same correctly rounded quotient as the scalar kernel).
 struct Divide {
   static HWY_INLINE VF Quotient(VF x, VF scale) { return hn::Div(x, scale); }
 };
+
+/// Whether output type Y's float32 broadcast runs take this target's reciprocal route: the rounding
+/// check for 8-bit and narrower integers, Markstein's for the rest (each measured once per target).
+template <T Y>
+HWY_INLINE bool UseReciprocal() {
+#if HWY_NATIVE_FMA
+  return quotient_route(HWY_TARGET, rounding_check_applies(Y)) == QuotientRoute::kReciprocal;
+#else
+  return false;
+#endif
+}
 
 /// x · (1/s), with the scale slot holding 1/s where ExactReciprocal proved the product exact.
 struct MultiplyByExactReciprocal {
@@ -243,19 +258,30 @@ HWY_INLINE void StoreGroup(VI c0, VI c1, VI c2, VI c3, uint8_t* out) {
 /// then the partial rest a vector at a time. Params gives the scale slot, zero point and float zero
 /// point of the n-lane vector at run element k; Quotient forms x / scale from the scale slot.
 template <T X, T P, T Y, class Quotient, bool kPackInRegisters, class Params>
-HWY_INLINE void QuantizeLoop(const QuantizeCall& c, int64_t first, int64_t count, const Params& params, uint8_t* out) {
+HWY_INLINE void QuantizeLoop(const QuantizeCall& c, int64_t first, int64_t count, const Params& params, uint8_t* out,
+                             const Quotient& route = Quotient{}) {
   constexpr int kBits = OutBits(Y);
   constexpr int64_t kBytesPer = kBits >= 8 ? kBits / 8 : (kPackInRegisters ? 0 : 1);  // packed: see below
   const int64_t lanes = static_cast<int64_t>(hn::Lanes(DF()));
   const size_t full = static_cast<size_t>(lanes);
   const auto quotient = [&](int64_t k, size_t n) {
-    return RoundQuotient<P>(Quotient::Quotient(LoadDividend<X>(c.x, first + k, n), params.Scale(k, n)));
+    return RoundQuotient<P>(route.Quotient(LoadDividend<X>(c.x, first + k, n), params.Scale(k, n)));
   };
   const auto code = [&](int64_t k) { return OutputCodes<Y, true>(c, quotient(k, full), params, k, full); };
+  const auto code_of = [&](VF q, int64_t k) { return OutputCodes<Y, true>(c, RoundQuotient<P>(q), params, k, full); };
   int64_t i = 0;
   for (; i + 4 * lanes <= count; i += 4 * lanes) {
     uint8_t* const dst = kBytesPer != 0 ? out + i * kBytesPer : out + i * kBits / 8;
-    StoreGroup<Y, kPackInRegisters>(code(i), code(i + lanes), code(i + 2 * lanes), code(i + 3 * lanes), dst);
+    if constexpr (requires(VF & v) { route.Group(v, v, v, v, v); }) {
+      // The reciprocal routes check a whole group at once (one branch), with one scale for the run.
+      VF q0 = LoadDividend<X>(c.x, first + i, full), q1 = LoadDividend<X>(c.x, first + i + lanes, full);
+      VF q2 = LoadDividend<X>(c.x, first + i + 2 * lanes, full), q3 = LoadDividend<X>(c.x, first + i + 3 * lanes, full);
+      route.Group(q0, q1, q2, q3, params.Scale(i, full));
+      StoreGroup<Y, kPackInRegisters>(code_of(q0, i), code_of(q1, i + lanes), code_of(q2, i + 2 * lanes),
+                                      code_of(q3, i + 3 * lanes), dst);
+    } else {
+      StoreGroup<Y, kPackInRegisters>(code(i), code(i + lanes), code(i + 2 * lanes), code(i + 3 * lanes), dst);
+    }
   }
   if constexpr (!kPackInRegisters || kBits >= 8) {
     for (; i < count; i += lanes) {
@@ -279,25 +305,40 @@ HWY_INLINE BroadcastParams BroadcastAt(const QuantizeCall& c, int64_t param) {
 }
 
 /// QuantizeLoop over a run with one scale and zero point: multiplying by the reciprocal where that
-/// is exact, dividing otherwise.
+/// is exact, else (float32 division, `reciprocal`: the target's measured route) the rounding check or
+/// Markstein's corrected reciprocal where they apply, dividing otherwise.
 template <T X, T P, T Y, bool kPackInRegisters>
-HWY_INLINE void QuantizeBroadcast(const QuantizeCall& c, int64_t first, int64_t count, BroadcastParams b,
-                                  uint8_t* out) {
+HWY_INLINE void QuantizeBroadcast(const QuantizeCall& c, int64_t first, int64_t count, BroadcastParams b, uint8_t* out,
+                                  bool reciprocal) {
   constexpr bool kPack = kPackInRegisters && OutBits(Y) < 8;
-  float reciprocal;
-  if (ExactReciprocal(hn::GetLane(b.scale), &reciprocal)) {
-    b.scale = hn::Set(DF(), reciprocal);
+  float inverse;
+  if (ExactReciprocal(hn::GetLane(b.scale), &inverse)) {
+    b.scale = hn::Set(DF(), inverse);
     QuantizeLoop<X, P, Y, MultiplyByExactReciprocal, kPack>(c, first, count, b, out);
-  } else {
-    QuantizeLoop<X, P, Y, Divide, kPack>(c, first, count, b, out);
+    return;
   }
+#if HWY_NATIVE_FMA
+  if constexpr (P == T::kFloat) {
+    if (reciprocal && MarksteinReciprocal(hn::GetLane(b.scale), &inverse)) {
+      if constexpr (rounding_check_applies(Y)) {
+        QuantizeLoop<X, P, Y, RoundingCheck, kPack>(c, first, count, b, out, RoundingCheck{hn::Set(DF(), inverse)});
+      } else {
+        QuantizeLoop<X, P, Y, Markstein, kPack>(c, first, count, b, out, Markstein{hn::Set(DF(), inverse)});
+      }
+      return;
+    }
+  }
+#endif
+  (void)reciprocal;
+  QuantizeLoop<X, P, Y, Divide, kPack>(c, first, count, b, out);
 }
 
 /// QuantizeBroadcast out of line, for runs of the general path (per segment, at least a few hundred
 /// elements or a whole chunk) and per-tensor packed groups: one copy of the loop serves them all.
 template <T X, T P, T Y, bool kPackInRegisters>
-HWY_NOINLINE void QuantizeRun(const QuantizeCall& c, int64_t first, int64_t count, BroadcastParams b, uint8_t* out) {
-  QuantizeBroadcast<X, P, Y, kPackInRegisters>(c, first, count, b, out);
+HWY_NOINLINE void QuantizeRun(const QuantizeCall& c, int64_t first, int64_t count, BroadcastParams b, uint8_t* out,
+                              bool reciprocal) {
+  QuantizeBroadcast<X, P, Y, kPackInRegisters>(c, first, count, b, out, reciprocal);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -345,9 +386,10 @@ HWY_INLINE void LoadQuantizeParams(const QuantizeCall& c, int64_t first, int64_t
   }
 }
 
-/// Elements [begin, end) (begin a multiple of 4) of any plan, chunk by chunk.
+/// Elements [begin, end) (begin a multiple of 4) of any plan, chunk by chunk; `reciprocal` as in
+/// QuantizeBroadcast.
 template <T X, T P, T Y>
-HWY_INLINE void QuantizeGeneral(const QuantizeCall& c, void* y, int64_t begin, int64_t end) {
+HWY_INLINE void QuantizeGeneral(const QuantizeCall& c, void* y, int64_t begin, int64_t end, bool reciprocal) {
   constexpr int kBits = OutBits(Y);
   constexpr bool kPacked = kBits < 8;
   if constexpr (kPacked) {
@@ -356,7 +398,7 @@ HWY_INLINE void QuantizeGeneral(const QuantizeCall& c, void* y, int64_t begin, i
     const int64_t group = 4 * static_cast<int64_t>(hn::Lanes(DF()));
     if (c.plan.granularity == Granularity::kPerTensor && end - begin >= group) {
       const int64_t whole = (end - begin) / group * group;
-      QuantizeRun<X, P, Y, true>(c, begin, whole, BroadcastAt<P, Y>(c, 0), OutputAt<Y>(y, begin));
+      QuantizeRun<X, P, Y, true>(c, begin, whole, BroadcastAt<P, Y>(c, 0), OutputAt<Y>(y, begin), reciprocal);
       begin += whole;
     }
   }
@@ -399,7 +441,8 @@ HWY_INLINE void QuantizeGeneral(const QuantizeCall& c, void* y, int64_t begin, i
     } else {
       for (int64_t position = chunk; position < chunk_end;) {
         const Segment s = cursor.next(position, chunk_end);
-        QuantizeRun<X, P, Y, false>(c, position, s.count, BroadcastAt<P, Y>(c, s.param_index), out_at(chunk, position));
+        QuantizeRun<X, P, Y, false>(c, position, s.count, BroadcastAt<P, Y>(c, s.param_index), out_at(chunk, position),
+                                    reciprocal);
         position += s.count;
       }
     }
@@ -422,7 +465,7 @@ HWY_INLINE void QuantizeGeneral(const QuantizeCall& c, void* y, int64_t begin, i
 /// k (elements [k·B, (k + 1)·B)) uses parameter k. The parameters are loaded a vector at a time,
 /// then each block is one broadcast run of whole groups, packed in registers for 2/4-bit y.
 template <T X, T P, T Y>
-HWY_INLINE void QuantizeUniformBlocks(const QuantizeCall& c, void* y, int64_t begin, int64_t end) {
+HWY_INLINE void QuantizeUniformBlocks(const QuantizeCall& c, void* y, int64_t begin, int64_t end, bool reciprocal) {
   const DF df;
   const DI di;
   const int64_t block = c.plan.block;
@@ -435,7 +478,7 @@ HWY_INLINE void QuantizeUniformBlocks(const QuantizeCall& c, void* y, int64_t be
       if constexpr (IsIntegerOut(Y)) b.zero_point = hn::Set(di, params.zero_point[k]);
       if constexpr (has_float_zero_point(Y)) b.float_zero_point = hn::Set(df, params.float_zero_point[k]);
       const int64_t first = (first_block + k) * block;
-      QuantizeBroadcast<X, P, Y, true>(c, first, block, b, OutputAt<Y>(y, first));
+      QuantizeBroadcast<X, P, Y, true>(c, first, block, b, OutputAt<Y>(y, first), reciprocal);
     }
   }
 }
@@ -460,7 +503,7 @@ HWY_NOINLINE void QuantizeVectorBlocks(const QuantizeCall& c, void* y, int64_t b
 }
 
 template <T X, T P, T Y>
-void QuantizeKernelT(const QuantizeCall& c, void* y, int64_t begin, int64_t end) {
+HWY_NOINLINE void QuantizeKernelBody(const QuantizeCall& c, void* y, int64_t begin, int64_t end, bool reciprocal) {
   const int shift = VectorBlockShift(c.plan, static_cast<int64_t>(hn::Lanes(DF())));
   if (shift >= 0) {
     // Whole blocks in the middle; a partial block at either end of the task goes the general way.
@@ -470,9 +513,9 @@ void QuantizeKernelT(const QuantizeCall& c, void* y, int64_t begin, int64_t end)
     const int64_t group = OutBits(Y) < 8 ? 4 * static_cast<int64_t>(hn::Lanes(DF())) : block;
     const int64_t lo = std::min(end, (begin + block - 1) / block * block);
     const int64_t hi = lo + std::max<int64_t>(0, end / block * block - lo) / group * group;
-    QuantizeGeneral<X, P, Y>(c, y, begin, lo);
+    QuantizeGeneral<X, P, Y>(c, y, begin, lo, reciprocal);
     QuantizeVectorBlocks<X, P, Y>(c, y, lo, hi, shift);
-    QuantizeGeneral<X, P, Y>(c, y, hi, end);
+    QuantizeGeneral<X, P, Y>(c, y, hi, end, reciprocal);
     return;
   }
   if (UniformBlocks(c.plan, 4 * static_cast<int64_t>(hn::Lanes(DF())))) {
@@ -480,12 +523,21 @@ void QuantizeKernelT(const QuantizeCall& c, void* y, int64_t begin, int64_t end)
     const int64_t block = c.plan.block;
     const int64_t lo = std::min(end, (begin + block - 1) / block * block);
     const int64_t hi = std::max(lo, end / block * block);
-    QuantizeGeneral<X, P, Y>(c, y, begin, lo);
-    QuantizeUniformBlocks<X, P, Y>(c, y, lo, hi);
-    QuantizeGeneral<X, P, Y>(c, y, hi, end);
+    QuantizeGeneral<X, P, Y>(c, y, begin, lo, reciprocal);
+    QuantizeUniformBlocks<X, P, Y>(c, y, lo, hi, reciprocal);
+    QuantizeGeneral<X, P, Y>(c, y, hi, end, reciprocal);
     return;
   }
-  QuantizeGeneral<X, P, Y>(c, y, begin, end);
+  QuantizeGeneral<X, P, Y>(c, y, begin, end, reciprocal);
+}
+
+/// The kernel: the route is looked up (at the first call, measured) before QuantizeKernelBody's frame
+/// with its parameter buffers is entered, so the measurement's kernel runs do not stack on it.
+template <T X, T P, T Y>
+void QuantizeKernelT(const QuantizeCall& c, void* y, int64_t begin, int64_t end) {
+  bool reciprocal = false;
+  if constexpr (P == T::kFloat) reciprocal = UseReciprocal<Y>();
+  QuantizeKernelBody<X, P, Y>(c, y, begin, end, reciprocal);
 }
 
 /// The kernel of family kFamily for the call, or nullptr where quantize_kernels.inc lists none for

@@ -18,9 +18,16 @@ struct Target {
 /// Targets with kernels compiled into qdq that this CPU can run, best first.
 const std::vector<Target>& available_targets();
 
-/// The target the operators use: the best available one, or 0 where there is none (the scalar
-/// reference kernels are then used).
+/// The target the operators use: the one set_target chose, else the best available one, or 0 where
+/// there is none (the scalar reference kernels are then used).
 int64_t best_target();
+
+/// Targets with kernels compiled into qdq, whether or not this CPU runs them, best first.
+std::vector<Target> compiled_targets();
+
+/// Makes best_target() return `target` (one of available_targets(); 0 = the best again). For
+/// benchmarks (qdq::set_simd_target checks the name); atomic, but not meant to race running calls.
+void set_target(int64_t target);
 
 /// The vectorised kernel of `target` for this call, or nullptr where it does not cover the call's
 /// type combination (the scalar kernel is then used).

@@ -8,6 +8,7 @@
 #if HWY_ARCH_X86 && (defined(__GNUC__) || defined(__clang__))
 #include <cpuid.h>
 #endif
+#include <atomic>
 #include <cstdint>
 
 #include "kernels/simd/simd_kernels.hpp"
@@ -79,11 +80,27 @@ const std::vector<Target>& available_targets() {
   return targets;
 }
 
+namespace {
+std::atomic<int64_t> chosen_target{0};  // set_target's choice; 0 = the best available
+}  // namespace
+
+std::vector<Target> compiled_targets() {
+  std::vector<Target> targets;
+  for (int64_t remaining = HWY_TARGETS; remaining != 0; remaining &= remaining - 1) {
+    const int64_t bit = remaining & -remaining;
+    if (bit != HWY_SCALAR && bit != HWY_EMU128) targets.push_back({bit, hwy::TargetName(bit)});
+  }
+  return targets;
+}
+
+void set_target(int64_t target) { chosen_target.store(target, std::memory_order_relaxed); }
+
 int64_t best_target() {
   static const int64_t best = [] {
     return available_targets().empty() ? int64_t{0} : available_targets().front().bit;
   }();
-  return best;
+  const int64_t chosen = chosen_target.load(std::memory_order_relaxed);
+  return chosen != 0 ? chosen : best;
 }
 
 }  // namespace qdq::detail::simd

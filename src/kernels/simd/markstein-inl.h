@@ -1,0 +1,150 @@
+// The reciprocal quotient routes, which replace float32 division by a multiply without changing a
+// result (quotient_route.hpp chooses them per target): Markstein's corrected reciprocal, which equals
+// the division bit for bit, and for 8-bit and narrower integer outputs the rounding check. Used by
+// quantize-inl.h and by the check unit markstein_check.cc.
+//
+// Included once per Highway target (foreach_target.h), hence the toggle guard instead of #pragma once.
+#if defined(QDQ_SIMD_MARKSTEIN_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef QDQ_SIMD_MARKSTEIN_INL_H_
+#undef QDQ_SIMD_MARKSTEIN_INL_H_
+#else
+#define QDQ_SIMD_MARKSTEIN_INL_H_
+#endif
+
+#include "hwy/highway.h"
+#include "kernels/simd/vectors-inl.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace qdq::detail::simd {
+namespace HWY_NAMESPACE {
+#if QDQ_SIMD_HAS_KERNELS && HWY_NATIVE_FMA
+namespace {
+
+/// The fallback of a group that a reciprocal route cannot serve: four divisions, out of line. Being
+/// a call, the rare branch cannot be if-converted: GCC 12 turned an inline `if (...) x = Div(x, s)`
+/// at AVX3 into divisions masked by the condition's 0/1 value, which selects lane 0 only.
+HWY_NOINLINE void DivideGroup(VF& x0, VF& x1, VF& x2, VF& x3, VF scale) {
+  x0 = hn::Div(x0, scale);
+  x1 = hn::Div(x1, scale);
+  x2 = hn::Div(x2, scale);
+  x3 = hn::Div(x3, scale);
+}
+
+/// One vector's fallback, out of line for the same reason.
+HWY_NOINLINE VF DivideVector(VF x, VF scale) { return hn::Div(x, scale); }
+
+/// RN(x / s) by Markstein's theorem: with r = RN(1/s), q0 = RN(x·r), e = fma(−q0, s, x) is exact and
+/// q = RN(q0 + e·r) is the correctly rounded quotient, provided nothing over- or underflows. The
+/// range check keeps that so: s is in [2^-62, 2^62] (MarksteinReciprocal), and a lane is taken only
+/// where |q0| is in [2^-40, 2^40] (then |x| and the remainder are normal and far from overflow) or x
+/// is ±0 (q0 is then the exact ±0 of x / s). Where any other lane occurs (NaN, ±inf, huge or tiny
+/// quotients) the division is taken instead: per vector in Quotient, per group of four vectors in
+/// Group, so that QuantizeLoop's main loop pays one branch per group. Needs a fused multiply-add.
+struct Markstein {
+  VF reciprocal;
+
+  /// The corrected quotient of one vector, and in *taken the lanes where it applies.
+  HWY_INLINE VF Corrected(VF x, VF scale, hn::Mask<DF>* in_range, hn::Mask<DF>* taken) const {
+    const DF df;
+    const DU du;
+    const VF q0 = hn::Mul(x, reciprocal);
+    // |q0| in [2^-40, 2^40] as one unsigned compare of the magnitude's bits (NaN lies above +inf).
+    const VU offset = hn::Sub(hn::BitCast(du, hn::Abs(q0)), hn::Set(du, 0x2B800000u));           // bits of 2^-40
+    *in_range = hn::RebindMask(df, hn::Lt(offset, hn::Set(du, 0x53800000u - 0x2B800000u + 1)));  // 2^40
+    *taken = hn::Or(*in_range, hn::Eq(x, hn::Zero(df)));
+    return hn::IfThenElse(*in_range, hn::MulAdd(hn::NegMulAdd(q0, scale, x), reciprocal, q0), q0);
+  }
+
+  HWY_INLINE VF Quotient(VF x, VF scale) const {
+    hn::Mask<DF> in_range, taken;
+    const VF q = Corrected(x, scale, &in_range, &taken);
+    if (HWY_UNLIKELY(!hn::AllTrue(DF(), taken))) return DivideVector(x, scale);
+    return q;
+  }
+
+  /// The quotients of four vectors in place, dividing all four where any lane is out of range.
+  HWY_INLINE void Group(VF& x0, VF& x1, VF& x2, VF& x3, VF scale) const {
+    hn::Mask<DF> r0, r1, r2, r3, t0, t1, t2, t3;
+    const VF q0 = Corrected(x0, scale, &r0, &t0);
+    const VF q1 = Corrected(x1, scale, &r1, &t1);
+    const VF q2 = Corrected(x2, scale, &r2, &t2);
+    const VF q3 = Corrected(x3, scale, &r3, &t3);
+    if (HWY_UNLIKELY(!hn::AllTrue(DF(), hn::And(hn::And(t0, t1), hn::And(t2, t3))))) {
+      DivideGroup(x0, x1, x2, x3, scale);
+      return;
+    }
+    x0 = q0;
+    x1 = q1;
+    x2 = q2;
+    x3 = q3;
+  }
+};
+
+/// The rounding check, for outputs whose codes are the quotient's nearest integer plus a zero point
+/// with at most 8 bits, so that every |x / s| >= 384 saturates: with r = RN(1/s) and s in
+/// [2^-62, 2^62], q0 = RN(x·r) is within |x / s|·(2^-23 + 2^-48) of x / s, under 2^-14 + 2^-39
+/// where |x / s| < 512. Where q0 is further than 2^-13 from every half-integer, no half-integer lies
+/// between q0 and x / s (nor on x / s), so both have the same nearest integer and q0 can stand for
+/// the quotient. Where |q0| >= 512, |x / s| > 511.99 and both saturate alike; NaN and ±inf q0 are
+/// those of x / s. Only a group of four vectors with a lane within 2^-13 of a half-integer (about
+/// 64·2^-12 = 1.6 % of 512-bit groups for evenly spread fractions, and every group with a tie) is
+/// divided. The quotients it returns are not x / s, only their codes are.
+struct RoundingCheck {
+  VF reciprocal;
+
+  /// q − nearest integer of q, in [−0.5, 0.5] for finite q (NaN for NaN and ±inf at most targets).
+  static HWY_INLINE VF Fraction(VF q) {
+#if HWY_TARGET == HWY_AVX3
+    return VF{_mm512_reduce_ps(q.raw, _MM_FROUND_TO_NEAREST_INT)};
+#else
+    return hn::Sub(q, hn::Round(q));
+#endif
+  }
+
+  /// The larger of |a| and |b| (of NaN lanes, either operand may be returned).
+  static HWY_INLINE VF AbsMax(VF a, VF b) {
+#if HWY_TARGET == HWY_AVX3
+    return VF{_mm512_range_ps(a.raw, b.raw, 0x0B)};  // imm 0b1011: larger magnitude, sign cleared
+#else
+    return hn::Max(hn::Abs(a), hn::Abs(b));
+#endif
+  }
+
+  /// Per vector (the loop's partial rest): the division.
+  static HWY_INLINE VF Quotient(VF x, VF scale) { return hn::Div(x, scale); }
+
+  HWY_INLINE void Group(VF& x0, VF& x1, VF& x2, VF& x3, VF scale) const {
+    const DF df;
+    const VF q0 = hn::Mul(x0, reciprocal);
+    const VF q1 = hn::Mul(x1, reciprocal);
+    const VF q2 = hn::Mul(x2, reciprocal);
+    const VF q3 = hn::Mul(x3, reciprocal);
+    const VF nearest = AbsMax(AbsMax(Fraction(q0), Fraction(q1)), AbsMax(Fraction(q2), Fraction(q3)));
+    // Not Lt's negation: a NaN fraction that survived AbsMax takes the division too.
+    if (HWY_UNLIKELY(!hn::AllTrue(df, hn::Lt(nearest, hn::Set(df, 0.5f - 0x1p-13f))))) {
+      DivideGroup(x0, x1, x2, x3, scale);
+      return;
+    }
+    x0 = q0;
+    x1 = q1;
+    x2 = q2;
+    x3 = q3;
+  }
+};
+
+/// True, with *reciprocal = RN(1/s), where the Markstein route applies to s: |s| in [2^-62, 2^62]
+/// (so s and 1/s are normal, and the quotients it keeps have normal dividends and remainders).
+HWY_INLINE bool MarksteinReciprocal(float s, float* reciprocal) {
+  const float magnitude = s < 0 ? -s : s;
+  if (!(magnitude >= 0x1p-62f && magnitude <= 0x1p62f)) return false;
+  *reciprocal = 1.0f / s;
+  return true;
+}
+
+}  // namespace
+#endif  // QDQ_SIMD_HAS_KERNELS && HWY_NATIVE_FMA
+}  // namespace HWY_NAMESPACE
+}  // namespace qdq::detail::simd
+HWY_AFTER_NAMESPACE();
+
+#endif  // QDQ_SIMD_MARKSTEIN_INL_H_

@@ -1,0 +1,64 @@
+// How the vectorised quantize kernels form x / s for float32 division by one scale held in a register:
+// the division, or a reciprocal route that gives the same codes (markstein-inl.h): the rounding check
+// for integer outputs of at most 8 bits, Markstein's corrected reciprocal for the others. Which is
+// faster depends on the target and the CPU (vdivps at 512 bits is slow on Intel, fast at 256 bits on
+// Zen 3), so each target times both once, at first use, on the real kernels. Plain C++.
+#pragma once
+
+#include <cstdint>
+
+#include "qdq/types.hpp"
+#include "types/integer_types.hpp"
+
+namespace qdq::detail::simd {
+
+enum class QuotientRoute : int { kAuto = 0, kDivide = 1, kReciprocal = 2 };
+
+/// Whether output type y's reciprocal route is the rounding check (integers of at most 8 bits, whose
+/// every quotient beyond ±384 saturates) rather than Markstein's. Allocates nothing.
+constexpr bool rounding_check_applies(DataType y) { return is_quantized_integer(y) && quantized_bits(y) <= 8; }
+
+/// Forces the route of every target (kAuto: the measured one) until forced again; starts as
+/// QDQ_QUANTIZE_ROUTE (auto|divide|reciprocal, "markstein" = reciprocal, anything else = auto) says.
+/// Allocates nothing; atomic, but meant to be called while no kernel runs (tests, benchmarks).
+void force_quotient_route(QuotientRoute route);
+
+/// The forced route (kAuto where none is). Allocates nothing; thread-safe.
+QuotientRoute forced_quotient_route();
+
+/// The route `target`'s kernels take for outputs where the rounding check applies (`rounding_check`)
+/// or for the others: the forced one, or the one measured once per target at first use (both kernels
+/// timed on 2048 elements, best of 16 alternating runs each, a few tens of microseconds on the
+/// calling thread; thread-safe). The reciprocal route is kept where it was faster by 5 %, the division
+/// where that was; within that margin the target's default (kDefaultRoute in quotient_route.cc).
+/// Always kDivide on a target without fused multiply-add. Allocates only small buffers while measuring.
+QuotientRoute quotient_route(int64_t target, bool rounding_check);
+
+/// "division" or "reciprocal" ("auto" for kAuto). Allocates nothing.
+const char* quotient_route_name(QuotientRoute route);
+
+/// How `target` divides float32 by a scale that is not a power of two for output type y: "division",
+/// "rounding check" or "Markstein reciprocal". Allocates nothing; thread-safe (may measure, as above).
+const char* quotient_route_description(int64_t target, DataType y);
+
+/// Writes the Markstein route's quotients x[i] / s of `target` to q[0, n) and returns true, or
+/// returns false where the route does not apply (no fused multiply-add, or |s| outside [2^-62, 2^62]).
+/// `grouped`: through the group-of-four form that QuantizeLoop's main loop takes (n a multiple of four
+/// vectors), else a vector at a time. For tests. Allocates nothing; thread-safe.
+bool markstein_quotients(int64_t target, float s, const float* x, float* q, int64_t n, bool grouped = false);
+
+/// Restores the forced route it found when it goes out of scope (tests). Not thread-safe.
+class ScopedQuotientRoute {
+ public:
+  explicit ScopedQuotientRoute(QuotientRoute route) : previous_(forced_quotient_route()) {
+    force_quotient_route(route);
+  }
+  ~ScopedQuotientRoute() { force_quotient_route(previous_); }
+  ScopedQuotientRoute(const ScopedQuotientRoute&) = delete;
+  ScopedQuotientRoute& operator=(const ScopedQuotientRoute&) = delete;
+
+ private:
+  QuotientRoute previous_;
+};
+
+}  // namespace qdq::detail::simd
