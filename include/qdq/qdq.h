@@ -17,7 +17,7 @@
  *    older library rejects a newer field that is set (nonzero). Set the structs up with the
  *    qdq_*_init() functions, which also set `struct_size`.
  *  - Every function is thread-safe; calls on different threads run independently. An operator call
- *    needs up to about 52 KiB of stack on each thread that runs its tasks (see qdq.hpp).
+ *    needs up to about 56 KiB of stack on each thread that runs its tasks (see qdq.hpp).
  */
 #ifndef QDQ_QDQ_H_
 #define QDQ_QDQ_H_

@@ -11,7 +11,7 @@
 ///
 /// Threads and stack: every function here may be called from any number of threads at once. Calls share
 /// qdq's one thread pool; a call that finds it busy runs its tasks on its own thread. A call needs up to
-/// about 52 KiB of stack on each thread that runs its tasks (the calling thread, qdq's pool workers or
+/// about 56 KiB of stack on each thread that runs its tasks (the calling thread, qdq's pool workers or
 /// the threads of an ExecutionOptions::parallel_for) — chunk scratch and vector registers spilled in the
 /// SIMD kernels; about 17 KiB in the scalar path. Measured over every type family by
 /// tests/unit/stack_use_test.cpp (x86-64, GCC 12, Release, AVX3), which checks it stays within 64 KiB:
@@ -114,7 +114,7 @@ QDQ_API TensorSpec quantize_linear_output(const QuantizeLinearAttributes& attrib
 /// per-axis or blocked as the scale's shape says. `y` must match quantize_linear_output exactly
 /// (type, shape, byte size). Validates everything before writing; on error throws qdq::Error and
 /// leaves `y` untouched. Allocates nothing proportional to the tensor (fixed scratch on the stack: up to
-/// about 52 KiB per thread, see the top of this file); threads as `options` say, with results independent
+/// about 56 KiB per thread, see the top of this file); threads as `options` say, with results independent
 /// of the thread count.
 QDQ_API void quantize_linear(const QuantizeLinearAttributes& attributes, const TensorView& x, const TensorView& y_scale,
                              const TensorView* y_zero_point, const MutableTensorView& y,

@@ -16,11 +16,11 @@ namespace qdq::detail::simd {
 namespace HWY_NAMESPACE {
 // Named per family: every family unit defines one per target, and they must not collide.
 #if QDQ_SIMD_HAS_KERNELS
-DequantizeKernel QDQ_SIMD_PASTE(ChooseDequantize, QDQ_SIMD_FAMILY)(const DequantizeCall& c) {
-  return ChooseDequantize<QDQ_SIMD_PASTE(DequantizeFamily::k, QDQ_SIMD_FAMILY)>(c);
+DequantizeKernel QDQ_SIMD_PASTE(ChooseDequantize, QDQ_SIMD_FAMILY)(const DequantizeCall& c, StoreMode stores) {
+  return ChooseDequantize<QDQ_SIMD_PASTE(DequantizeFamily::k, QDQ_SIMD_FAMILY)>(c, stores);
 }
 #else
-DequantizeKernel QDQ_SIMD_PASTE(ChooseDequantize, QDQ_SIMD_FAMILY)(const DequantizeCall&) { return nullptr; }
+DequantizeKernel QDQ_SIMD_PASTE(ChooseDequantize, QDQ_SIMD_FAMILY)(const DequantizeCall&, StoreMode) { return nullptr; }
 #endif
 }  // namespace HWY_NAMESPACE
 }  // namespace qdq::detail::simd
@@ -29,10 +29,11 @@ HWY_AFTER_NAMESPACE();
 #if HWY_ONCE
 namespace qdq::detail::simd {
 
-DequantizeKernel QDQ_SIMD_PASTE(dequantize_kernel_, QDQ_SIMD_FAMILY)(int64_t target, const DequantizeCall& call) {
-  DequantizeKernel (*const choose)(const DequantizeCall&) =
+DequantizeKernel QDQ_SIMD_PASTE(dequantize_kernel_, QDQ_SIMD_FAMILY)(int64_t target, const DequantizeCall& call,
+                                                                     StoreMode stores) {
+  DequantizeKernel (*const choose)(const DequantizeCall&, StoreMode) =
       QDQ_SIMD_CHOOSE(target, QDQ_SIMD_PASTE(ChooseDequantize, QDQ_SIMD_FAMILY));
-  return choose == nullptr ? nullptr : choose(call);
+  return choose == nullptr ? nullptr : choose(call, stores);
 }
 
 }  // namespace qdq::detail::simd

@@ -21,13 +21,14 @@ enum class DequantizeFamily {
 #undef QDQ_DEQUANTIZE_FAMILY
 };
 
-/// The kernel of the family's unit for `target` and this call, or nullptr where the family lists
-/// none for the call's types (or the target is not compiled). No allocation; thread-safe.
-#define QDQ_QUANTIZE_FAMILY(FAMILY) QuantizeKernel quantize_kernel_##FAMILY(int64_t target, const QuantizeCall& call);
+/// The kernel of the family's unit for `target`, this call and these stores, or nullptr where the
+/// family lists none for the call's types (or the target is not compiled). No allocation; thread-safe.
+#define QDQ_QUANTIZE_FAMILY(FAMILY) \
+  QuantizeKernel quantize_kernel_##FAMILY(int64_t target, const QuantizeCall& call, StoreMode stores);
 #include "kernels/simd/quantize_kernels.inc"
 #undef QDQ_QUANTIZE_FAMILY
 #define QDQ_DEQUANTIZE_FAMILY(FAMILY) \
-  DequantizeKernel dequantize_kernel_##FAMILY(int64_t target, const DequantizeCall& call);
+  DequantizeKernel dequantize_kernel_##FAMILY(int64_t target, const DequantizeCall& call, StoreMode stores);
 #include "kernels/simd/dequantize_kernels.inc"
 #undef QDQ_DEQUANTIZE_FAMILY
 

@@ -16,11 +16,11 @@ namespace qdq::detail::simd {
 namespace HWY_NAMESPACE {
 // Named per family: every family unit defines one per target, and they must not collide.
 #if QDQ_SIMD_HAS_KERNELS
-QuantizeKernel QDQ_SIMD_PASTE(ChooseQuantize, QDQ_SIMD_FAMILY)(const QuantizeCall& c) {
-  return ChooseQuantize<QDQ_SIMD_PASTE(QuantizeFamily::k, QDQ_SIMD_FAMILY)>(c);
+QuantizeKernel QDQ_SIMD_PASTE(ChooseQuantize, QDQ_SIMD_FAMILY)(const QuantizeCall& c, StoreMode stores) {
+  return ChooseQuantize<QDQ_SIMD_PASTE(QuantizeFamily::k, QDQ_SIMD_FAMILY)>(c, stores);
 }
 #else
-QuantizeKernel QDQ_SIMD_PASTE(ChooseQuantize, QDQ_SIMD_FAMILY)(const QuantizeCall&) { return nullptr; }
+QuantizeKernel QDQ_SIMD_PASTE(ChooseQuantize, QDQ_SIMD_FAMILY)(const QuantizeCall&, StoreMode) { return nullptr; }
 #endif
 }  // namespace HWY_NAMESPACE
 }  // namespace qdq::detail::simd
@@ -29,10 +29,11 @@ HWY_AFTER_NAMESPACE();
 #if HWY_ONCE
 namespace qdq::detail::simd {
 
-QuantizeKernel QDQ_SIMD_PASTE(quantize_kernel_, QDQ_SIMD_FAMILY)(int64_t target, const QuantizeCall& call) {
-  QuantizeKernel (*const choose)(const QuantizeCall&) =
+QuantizeKernel QDQ_SIMD_PASTE(quantize_kernel_, QDQ_SIMD_FAMILY)(int64_t target, const QuantizeCall& call,
+                                                                 StoreMode stores) {
+  QuantizeKernel (*const choose)(const QuantizeCall&, StoreMode) =
       QDQ_SIMD_CHOOSE(target, QDQ_SIMD_PASTE(ChooseQuantize, QDQ_SIMD_FAMILY));
-  return choose == nullptr ? nullptr : choose(call);
+  return choose == nullptr ? nullptr : choose(call, stores);
 }
 
 }  // namespace qdq::detail::simd
