@@ -29,8 +29,9 @@ struct StreamProbe {
 /// 4 MiB. Reads sysfs once per process; thread-safe.
 uint64_t stream_threshold_bytes();
 
-/// Runs the probe once per process (about 5 ms: an 8 MiB buffer written five times, timed four) and
-/// returns its result; later calls return the same. Allocates the buffer for the probe only; thread-safe.
+/// Runs the probe once per process (an 8 MiB buffer written five times, timed four: about 5 ms of
+/// writes, 17 ms with faulting the buffer in on the loaded 2-core VM) and returns its result; later
+/// calls return the same. Allocates the buffer for the probe only; thread-safe.
 const StreamProbe& stream_probe();
 
 /// The stores for a call that writes `output_bytes`: QDQ_STREAM_STORES (read once per process) if
