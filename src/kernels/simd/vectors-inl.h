@@ -79,8 +79,9 @@ HWY_INLINE void StreamBytes(const uint8_t* src, size_t n, uint8_t* dst) {
   }
   std::memcpy(dst, src, head);
   const size_t lines_end = head + (n - head) / align * align;
-  for (size_t i = head; i < lines_end; i += lanes) hn::Stream(hn::LoadU(d, src + i), d, dst + i);
-  std::memcpy(dst + lines_end, src + lines_end, n - lines_end);
+  size_t i = head;
+  for (; i + lanes <= lines_end; i += lanes) hn::Stream(hn::LoadU(d, src + i), d, dst + i);
+  std::memcpy(dst + i, src + i, n - i);
 }
 
 /// body(k, n) for the vectors of [0, count): whole vectors first (n is then the constant lane
