@@ -21,6 +21,10 @@ seed=${QDQ_SHUFFLE_SEED:-$((RANDOM % 99999 + 1))}
 echo "shuffle seed $seed, then $((seed + 1)) (rerun: qdq_unit_tests --gtest_shuffle --gtest_random_seed=$seed)"
 ./build/release/tests/qdq_unit_tests --gtest_shuffle --gtest_repeat=2 --gtest_random_seed="$seed" --gtest_brief=1
 
+step "unit tests of the operators with QDQ_STREAM_STORES=always (every call's kernel streams its stores)"
+QDQ_STREAM_STORES=always ./build/release/tests/qdq_unit_tests --gtest_brief=1 \
+  --gtest_filter='Threads.*:PackedOutputs.*:RoundTrip.*:*Conformance.*:StorePolicy.*'
+
 step "QDQ_SIMD=OFF build (build/nosimd): the unit tests on the scalar kernels alone"
 cmake -S . -B build/nosimd -G Ninja -DCMAKE_BUILD_TYPE=Release -DQDQ_SIMD=OFF -DQDQ_BUILD_TOOLS=OFF \
       -DQDQ_BUILD_BENCH=OFF -DQDQ_BUILD_PYTHON=OFF -DQDQ_INSTALL=OFF >/dev/null

@@ -2,11 +2,13 @@
 // call's type combination, else the scalar reference.
 #include "kernels/kernels.hpp"
 
+#include <cstring>
 #include <string>
 #include <string_view>
 
 #include "kernels/simd/quotient_route.hpp"
 #include "kernels/simd/simd_kernels.hpp"
+#include "kernels/store_policy.hpp"
 #include "qdq/qdq.hpp"
 
 namespace qdq::detail {
@@ -14,7 +16,9 @@ namespace qdq::detail {
 QuantizeKernel select_quantize_kernel(const QuantizeCall& call, bool force_scalar) {
 #if defined(QDQ_HAVE_SIMD)
   if (!force_scalar && simd::best_target() != 0) {
-    if (const QuantizeKernel kernel = simd::quantize_kernel_for_target(simd::best_target(), call)) return kernel;
+    if (const QuantizeKernel kernel =
+            simd::quantize_kernel_for_target(simd::best_target(), call, choose_store_mode(call.y_bytes)))
+      return kernel;
   }
 #else
   (void)call;
@@ -26,7 +30,9 @@ QuantizeKernel select_quantize_kernel(const QuantizeCall& call, bool force_scala
 DequantizeKernel select_dequantize_kernel(const DequantizeCall& call, bool force_scalar) {
 #if defined(QDQ_HAVE_SIMD)
   if (!force_scalar && simd::best_target() != 0) {
-    if (const DequantizeKernel kernel = simd::dequantize_kernel_for_target(simd::best_target(), call)) return kernel;
+    if (const DequantizeKernel kernel =
+            simd::dequantize_kernel_for_target(simd::best_target(), call, choose_store_mode(call.y_bytes)))
+      return kernel;
   }
 #else
   (void)call;
@@ -43,8 +49,9 @@ const std::vector<Target>& available_targets() {
   return none;
 }
 int64_t best_target() { return 0; }
-QuantizeKernel quantize_kernel_for_target(int64_t, const QuantizeCall&) { return nullptr; }
-DequantizeKernel dequantize_kernel_for_target(int64_t, const DequantizeCall&) { return nullptr; }
+QuantizeKernel quantize_kernel_for_target(int64_t, const QuantizeCall&, StoreMode) { return nullptr; }
+DequantizeKernel dequantize_kernel_for_target(int64_t, const DequantizeCall&, StoreMode) { return nullptr; }
+void fill_lines(int64_t, uint8_t* dst, size_t bytes, StoreMode) { std::memset(dst, 0x5A, bytes); }
 std::vector<Target> compiled_targets() { return {}; }
 void set_target(int64_t) {}
 void force_quotient_route(QuotientRoute) {}

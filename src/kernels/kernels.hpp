@@ -9,6 +9,12 @@
 
 namespace qdq::detail {
 
+/// How a vectorised kernel writes y. kStream: the whole cache lines of each task with non-temporal
+/// stores (no read for ownership of lines that are about to be overwritten) and one store fence at
+/// the task's end, so that the pool's completion of the task also publishes its data. The bytes
+/// written are the same either way.
+enum class StoreMode { kNormal, kStream };
+
 using QuantizeKernel = void (*)(const QuantizeCall& call, void* y, int64_t begin, int64_t end);
 using DequantizeKernel = void (*)(const DequantizeCall& call, void* y, int64_t begin, int64_t end);
 
@@ -17,7 +23,8 @@ void quantize_scalar(const QuantizeCall& call, void* y, int64_t begin, int64_t e
 void dequantize_scalar(const DequantizeCall& call, void* y, int64_t begin, int64_t end);
 
 /// The fastest kernel for this call on this CPU, chosen once per call; the scalar kernel where no
-/// vectorised one covers the combination, or when `force_scalar` is set.
+/// vectorised one covers the combination, or when `force_scalar` is set. The vectorised kernel's
+/// StoreMode comes from choose_store_mode (store_policy.hpp) for the call's output size.
 QuantizeKernel select_quantize_kernel(const QuantizeCall& call, bool force_scalar);
 DequantizeKernel select_dequantize_kernel(const DequantizeCall& call, bool force_scalar);
 

@@ -393,8 +393,32 @@ void TestLoadIntEveryCode() {
   }
 }
 
+/// StreamBytes copies exactly n bytes to every alignment of dst (lines and vectors whole, partial or
+/// none; every length up to five lines) and writes nothing around them.
+void TestStreamBytesEveryAlignment() {
+  constexpr size_t kMax = 5 * kCacheLine + 3;
+  std::vector<uint8_t> src(kMax);
+  for (size_t i = 0; i < kMax; ++i) src[i] = static_cast<uint8_t>(i * 7 + 1);
+  std::vector<uint8_t> buffer(kMax + 3 * kCacheLine);
+  uint8_t* const line =
+      buffer.data() + (kCacheLine - reinterpret_cast<uintptr_t>(buffer.data()) % kCacheLine) % kCacheLine;
+  for (size_t shift = 0; shift < kCacheLine; ++shift) {
+    for (size_t n = 0; n <= kMax; ++n) {
+      std::fill(buffer.begin(), buffer.end(), uint8_t{0xA5});
+      uint8_t* const dst = line + shift;
+      StreamBytes(src.data(), n, dst);
+      hwy::FlushStream();
+      ASSERT_EQ(std::memcmp(dst, src.data(), n), 0) << "shift " << shift << " n " << n;
+      for (uint8_t* p = buffer.data(); p < buffer.data() + buffer.size(); ++p) {
+        if (p < dst || p >= dst + n) ASSERT_EQ(*p, 0xA5) << "shift " << shift << " n " << n << " wrote outside";
+      }
+    }
+  }
+}
+
 #else
 // Targets without kernels (config.h) have no helpers to test; these keep QDQ_SIMD_CHOOSE's names.
+void TestStreamBytesEveryAlignment() {}
 void TestEncodeEveryFormat() {}
 void TestEncodeHalfFastForms() {}
 void TestDecodeEveryCode() {}
@@ -442,6 +466,7 @@ QDQ_SIMD_HELPER_TEST(PackAndUnpackEveryPattern)
 QDQ_SIMD_HELPER_TEST(StorePacked4EveryPattern)
 QDQ_SIMD_HELPER_TEST(SaturatingStores)
 QDQ_SIMD_HELPER_TEST(LoadIntEveryCode)
+QDQ_SIMD_HELPER_TEST(StreamBytesEveryAlignment)
 
 INSTANTIATE_TEST_SUITE_P(Targets, SimdHelpersTest, ::testing::ValuesIn(TargetBits()), TargetNameOf);
 // A CPU without any compiled target has nothing to test here.

@@ -181,11 +181,11 @@ void run_scalar(const QuantizeCall& call, void* y, int64_t begin, int64_t end) {
 void run_scalar(const DequantizeCall& call, void* y, int64_t begin, int64_t end) {
   dequantize_scalar(call, y, begin, end);
 }
-QuantizeKernel kernel_for(int64_t target, const QuantizeCall& call) {
-  return simd::quantize_kernel_for_target(target, call);
+QuantizeKernel kernel_for(int64_t target, const QuantizeCall& call, StoreMode stores = StoreMode::kNormal) {
+  return simd::quantize_kernel_for_target(target, call, stores);
 }
-DequantizeKernel kernel_for(int64_t target, const DequantizeCall& call) {
-  return simd::dequantize_kernel_for_target(target, call);
+DequantizeKernel kernel_for(int64_t target, const DequantizeCall& call, StoreMode stores = StoreMode::kNormal) {
+  return simd::dequantize_kernel_for_target(target, call, stores);
 }
 
 /// The Highway targets this test compares: those compiled in (QDQ_TEST_SIMD_TARGETS, set by
@@ -249,23 +249,39 @@ INSTANTIATE_TEST_SUITE_P(, SimdKernelsTest, testing::ValuesIn(compared_target_na
                          [](const testing::TestParamInfo<std::string>& info) { return info.param; });
 
 /// Runs the scalar kernel on all n elements and this test's target's kernel task by task (tasks
-/// split at `bounds`); expects the same bytes, padding and untouched fill included.
+/// split at `bounds`), once with each StoreMode; expects the same bytes, padding and untouched fill
+/// included. The non-temporal run writes y at an address that no cache line aligns (a different
+/// one each call), so that the partial lines at both ends of every streamed chunk are exercised.
 template <class Call>
 void SimdKernelsTest::expect_target_matches_scalar(const Call& call, int64_t n, const std::vector<int64_t>& bounds,
                                                    const std::string& what) {
   std::vector<uint8_t> expected(call.y_bytes, 0xA5);
   run_scalar(call, expected.data(), 0, n);
-  const auto kernel = kernel_for(target_.bit, call);
-  ASSERT_NE(kernel, nullptr) << "no vectorised kernel on " << target_.name << " for " << what;
-  std::vector<uint8_t> got(call.y_bytes, 0xA5);
-  for (size_t t = 0; t + 1 < bounds.size(); ++t) kernel(call, got.data(), bounds[t], bounds[t + 1]);
-  ++compared_;
-  const int64_t at = first_difference(got, expected);
-  ASSERT_EQ(at, -1) << target_.name << " " << what << ": at byte " << at << " got "
-                    << (at >= 0 && static_cast<size_t>(at) < got.size() ? int{got[static_cast<size_t>(at)]} : -1)
-                    << " expected "
-                    << (at >= 0 && static_cast<size_t>(at) < expected.size() ? int{expected[static_cast<size_t>(at)]}
-                                                                             : -1);
+  for (const StoreMode stores : {StoreMode::kNormal, StoreMode::kStream}) {
+    const bool stream = stores == StoreMode::kStream;
+    const auto kernel = kernel_for(target_.bit, call, stores);
+    ASSERT_NE(kernel, nullptr) << "no vectorised kernel on " << target_.name << " for " << what;
+    // Whole elements for 8-bit and wider y (its stores may assume the element's alignment).
+    const size_t element = static_cast<size_t>(std::max(1, bit_width(call.y_type) / 8));
+    const size_t shift = stream ? element * (1 + static_cast<size_t>(compared_) % (64 / element - 1)) : 0;
+    std::vector<uint8_t> buffer(call.y_bytes + 128, 0xA5);
+    uint8_t* const line = buffer.data() + (64 - reinterpret_cast<uintptr_t>(buffer.data()) % 64) % 64;
+    uint8_t* const y = line + shift;
+    for (size_t t = 0; t + 1 < bounds.size(); ++t) kernel(call, y, bounds[t], bounds[t + 1]);
+    ++compared_;
+    const std::vector<uint8_t> got(y, y + call.y_bytes);
+    const int64_t at = first_difference(got, expected);
+    ASSERT_EQ(at, -1) << target_.name << " " << what << (stream ? " (non-temporal stores, y at line + " : "")
+                      << (stream ? std::to_string(shift) + ")" : "") << ": at byte " << at << " got "
+                      << (at >= 0 && static_cast<size_t>(at) < got.size() ? int{got[static_cast<size_t>(at)]} : -1)
+                      << " expected "
+                      << (at >= 0 && static_cast<size_t>(at) < expected.size() ? int{expected[static_cast<size_t>(at)]}
+                                                                               : -1);
+    // Nothing outside y is written.
+    ASSERT_TRUE(std::all_of(buffer.data(), y, [](uint8_t b) { return b == 0xA5; })) << what;
+    ASSERT_TRUE(std::all_of(y + call.y_bytes, buffer.data() + buffer.size(), [](uint8_t b) { return b == 0xA5; }))
+        << what;
+  }
 }
 
 /// Runs the scalar kernel and the target's kernel on one QuantizeLinear call; expects equal bytes.

@@ -5,17 +5,17 @@
 
 namespace qdq::detail::simd {
 
-QuantizeKernel quantize_kernel_for_target(int64_t target, const QuantizeCall& call) {
+QuantizeKernel quantize_kernel_for_target(int64_t target, const QuantizeCall& call, StoreMode stores) {
 #define QDQ_QUANTIZE_FAMILY(FAMILY) \
-  if (const QuantizeKernel kernel = family_kernel<QuantizeFamily::k##FAMILY>(target, call)) return kernel;
+  if (const QuantizeKernel kernel = family_kernel<QuantizeFamily::k##FAMILY>(target, call, stores)) return kernel;
 #include "kernels/simd/quantize_kernels.inc"
 #undef QDQ_QUANTIZE_FAMILY
   return nullptr;
 }
 
-DequantizeKernel dequantize_kernel_for_target(int64_t target, const DequantizeCall& call) {
+DequantizeKernel dequantize_kernel_for_target(int64_t target, const DequantizeCall& call, StoreMode stores) {
 #define QDQ_DEQUANTIZE_FAMILY(FAMILY) \
-  if (const DequantizeKernel kernel = family_kernel<DequantizeFamily::k##FAMILY>(target, call)) return kernel;
+  if (const DequantizeKernel kernel = family_kernel<DequantizeFamily::k##FAMILY>(target, call, stores)) return kernel;
 #include "kernels/simd/dequantize_kernels.inc"
 #undef QDQ_DEQUANTIZE_FAMILY
   return nullptr;

@@ -21,6 +21,12 @@
 // 2/4-bit x is unpacked a chunk (or piece) at a time into a code buffer first (pack-inl.h). float8 and
 // float4 codes decode with LoadDecoded (convert-inl.h): through float16 or a register table.
 //
+// Stores (StoreMode): the paths above take `stream` at run time, DequantizeLoop does not. Normal
+// stores write y directly; streaming writes each chunk (or piece) to a stage on the stack and copies
+// it to y with non-temporal stores (StreamBytes), and the kernel fences once at the end of the task.
+// The loops index their output by `first`, so a stage that holds element `base` on is passed as y
+// with first − base. One copy of the loops serves both modes, so the units do not grow.
+//
 // Included once per Highway target (foreach_target.h), hence the toggle guard instead of #pragma once.
 #if defined(QDQ_SIMD_DEQUANTIZE_INL_H_) == defined(HWY_TARGET_TOGGLE)
 #ifdef QDQ_SIMD_DEQUANTIZE_INL_H_
@@ -236,11 +242,24 @@ HWY_INLINE void DequantizeInPlace(const DequantizeCall& c, const void* src, int6
       [&](int64_t k, size_t n) { return p.FloatZeroPoint(k, n); });
 }
 
-/// Elements [begin, end) (begin a multiple of 4) of any plan, chunk by chunk.
+/// Bytes of y per element.
+template <T Y>
+constexpr int64_t kOutputBytesPer = TypeTraits<Y>::kBits / 8;
+
+/// Elements [begin, end) (begin a multiple of 4) of any plan, chunk by chunk; `stream`: y's whole
+/// lines with non-temporal stores.
 template <T X, T Y>
-HWY_INLINE void DequantizeGeneral(const DequantizeCall& c, void* y, int64_t begin, int64_t end) {
+HWY_INLINE void DequantizeGeneral(const DequantizeCall& c, void* y, int64_t begin, int64_t end, bool stream) {
   constexpr int kBits = InBits(X);
   HWY_ALIGN uint8_t codes[kBits < 8 ? kChunk : 1];
+  HWY_ALIGN uint8_t stage[kChunk * kOutputBytesPer<Y>];  // streaming: a chunk's bytes of y
+  // Streaming: the stage (elements [from, to)) to y at the end of each chunk.
+  const auto finish = [&](int64_t from, int64_t to) {
+    if (stream) {
+      StreamBytes(stage, static_cast<size_t>((to - from) * kOutputBytesPer<Y>),
+                  static_cast<uint8_t*>(y) + from * kOutputBytesPer<Y>);
+    }
+  };
   SegmentCursor cursor(c.plan, begin);
   // Per-axis runs along a long inner dimension keep their scale in a register; everything else that
   // is not per-tensor goes through expanded parameters.
@@ -249,6 +268,8 @@ HWY_INLINE void DequantizeGeneral(const DequantizeCall& c, void* y, int64_t begi
   HWY_ALIGN ExpandedParams storage;  // 12 KiB of stack
   for (int64_t chunk = begin; chunk < end; chunk += kChunk) {
     const int64_t chunk_end = std::min(end, chunk + kChunk);
+    void* const out = stream ? static_cast<void*>(stage) : y;  // output element e at out[e - out_base]
+    const int64_t out_base = stream ? chunk : 0;
     if constexpr (kBits < 8) {
       // `chunk` is a multiple of 4: the chunk starts on a byte boundary.
       const int per_byte = 8 / kBits;
@@ -266,41 +287,47 @@ HWY_INLINE void DequantizeGeneral(const DequantizeCall& c, void* y, int64_t begi
       const int64_t position =
           InPlaceSegments(cursor, c.scale_type == T::kFloat, chunk, chunk_end, [&](int64_t at, const Segment& s) {
             if constexpr (kBits < 8) {
-              DequantizeInPlace<X, Y>(c, codes, at - chunk, at, s.count, s.param_index, y);
+              DequantizeInPlace<X, Y>(c, codes, at - chunk, at - out_base, s.count, s.param_index, out);
             } else {
-              DequantizeInPlace<X, Y>(c, c.x, at, at, s.count, s.param_index, y);
+              DequantizeInPlace<X, Y>(c, c.x, at, at - out_base, s.count, s.param_index, out);
             }
           });
-      if (position == chunk_end) continue;
+      if (position == chunk_end) {
+        finish(chunk, chunk_end);
+        continue;
+      }
       ExpandParams<IsIntegerIn(X), has_float_zero_point(X)>(
           cursor, position, chunk_end, storage,
           [&](int64_t first, int64_t count, float* scale, int32_t* zp, float* zpf) {
             LoadDequantizeParams<X, Y>(c, first, count, scale, zp, zpf);
           });
       if constexpr (kBits < 8) {
-        DequantizeExpanded<X, Y>(c, codes, position - chunk, position, chunk_end - position, storage, y);
+        DequantizeExpanded<X, Y>(c, codes, position - chunk, position - out_base, chunk_end - position, storage, out);
       } else {
-        DequantizeExpanded<X, Y>(c, c.x, position, position, chunk_end - position, storage, y);
+        DequantizeExpanded<X, Y>(c, c.x, position, position - out_base, chunk_end - position, storage, out);
       }
+      finish(chunk, chunk_end);
       continue;
     }
     for (int64_t position = chunk; position < chunk_end;) {
       const Segment s = cursor.next(position, chunk_end);
       if constexpr (kBits < 8) {
-        DequantizeRun<X, Y>(c, codes, position - chunk, position, s.count, s.param_index, y);
+        DequantizeRun<X, Y>(c, codes, position - chunk, position - out_base, s.count, s.param_index, out);
       } else {
-        DequantizeRun<X, Y>(c, c.x, position, position, s.count, s.param_index, y);
+        DequantizeRun<X, Y>(c, c.x, position, position - out_base, s.count, s.param_index, out);
       }
       position += s.count;
     }
+    finish(chunk, chunk_end);
   }
 }
 
 /// Elements [begin, end) of a UniformBlocks plan, begin and end multiples of the block size: block
 /// k uses parameter k. Pieces of whole blocks (or of one block, for blocks longer than a chunk)
 /// load their parameters a vector at a time, then each block runs with its scale in a register.
+/// `stream`: y's whole lines with non-temporal stores.
 template <T X, T Y>
-HWY_INLINE void DequantizeUniformBlocks(const DequantizeCall& c, void* y, int64_t begin, int64_t end) {
+HWY_INLINE void DequantizeUniformBlocks(const DequantizeCall& c, void* y, int64_t begin, int64_t end, bool stream) {
   constexpr int kBits = InBits(X);
   const DF df;
   const DI di;
@@ -308,8 +335,11 @@ HWY_INLINE void DequantizeUniformBlocks(const DequantizeCall& c, void* y, int64_
   const int64_t span = block <= kChunk ? kChunk / block * block : kChunk;
   HWY_ALIGN uint8_t codes[kBits < 8 ? kChunk : 1];
   HWY_ALIGN ExpandedParams params;
+  HWY_ALIGN uint8_t stage[kChunk * kOutputBytesPer<Y>];  // streaming: a piece's bytes of y (span <= kChunk)
   for (int64_t piece = begin; piece < end; piece += span) {
     const int64_t piece_end = std::min(end, piece + span);
+    void* const out = stream ? static_cast<void*>(stage) : y;  // output element e at out[e - out_base]
+    const int64_t out_base = stream ? piece : 0;
     const int64_t first_block = piece / block;
     const int64_t blocks = (piece_end - 1) / block - first_block + 1;
     LoadDequantizeParams<X, Y>(c, first_block, blocks, params.scale, params.zero_point, params.float_zero_point);
@@ -330,7 +360,12 @@ HWY_INLINE void DequantizeUniformBlocks(const DequantizeCall& c, void* y, int64_
       VF zpf = hn::Zero(df);
       if constexpr (IsIntegerIn(X)) zp = hn::Set(di, params.zero_point[k]);
       if constexpr (has_float_zero_point(X)) zpf = hn::Set(df, params.float_zero_point[k]);
-      DequantizeRunWith<X, Y>(c, src, from - src_base, from, to - from, hn::Set(df, params.scale[k]), zp, zpf, y);
+      DequantizeRunWith<X, Y>(c, src, from - src_base, from - out_base, to - from, hn::Set(df, params.scale[k]), zp,
+                              zpf, out);
+    }
+    if (stream) {
+      StreamBytes(stage, static_cast<size_t>((piece_end - piece) * kOutputBytesPer<Y>),
+                  static_cast<uint8_t*>(y) + piece * kOutputBytesPer<Y>);
     }
   }
 }
@@ -365,17 +400,19 @@ HWY_NOINLINE void DequantizeVectorBlocks(const DequantizeCall& c, void* y, int64
   }
 }
 
+/// One task, elements [begin, end): shared by both StoreModes (out of line, so that the kernels of
+/// the two modes are one copy of the code). The vector-block path writes y with normal stores.
 template <T X, T Y>
-void DequantizeKernelT(const DequantizeCall& c, void* y, int64_t begin, int64_t end) {
+HWY_NOINLINE void DequantizeTask(const DequantizeCall& c, void* y, int64_t begin, int64_t end, bool stream) {
   const int shift = VectorBlockShift(c.plan, static_cast<int64_t>(hn::Lanes(DF())));
   if (shift >= 0) {
     // Whole blocks in the middle; a partial block at either end of the task goes the general way.
     const int64_t block = c.plan.block;
     const int64_t lo = std::min(end, (begin + block - 1) / block * block);
     const int64_t hi = std::max(lo, end / block * block);
-    DequantizeGeneral<X, Y>(c, y, begin, lo);
+    DequantizeGeneral<X, Y>(c, y, begin, lo, stream);
     DequantizeVectorBlocks<X, Y>(c, y, lo, hi, shift);
-    DequantizeGeneral<X, Y>(c, y, hi, end);
+    DequantizeGeneral<X, Y>(c, y, hi, end, stream);
     return;
   }
   if (UniformBlocks(c.plan, 4 * static_cast<int64_t>(hn::Lanes(DF())))) {
@@ -383,24 +420,34 @@ void DequantizeKernelT(const DequantizeCall& c, void* y, int64_t begin, int64_t 
     const int64_t block = c.plan.block;
     const int64_t lo = std::min(end, (begin + block - 1) / block * block);
     const int64_t hi = std::max(lo, end / block * block);
-    DequantizeGeneral<X, Y>(c, y, begin, lo);
-    DequantizeUniformBlocks<X, Y>(c, y, lo, hi);
-    DequantizeGeneral<X, Y>(c, y, hi, end);
+    DequantizeGeneral<X, Y>(c, y, begin, lo, stream);
+    DequantizeUniformBlocks<X, Y>(c, y, lo, hi, stream);
+    DequantizeGeneral<X, Y>(c, y, hi, end, stream);
     return;
   }
-  DequantizeGeneral<X, Y>(c, y, begin, end);
+  DequantizeGeneral<X, Y>(c, y, begin, end, stream);
 }
 
-/// The kernel of family kFamily for the call, or nullptr where dequantize_kernels.inc lists none for
-/// its (x, y) in this family or the vector kernels do not read its parameters.
+template <T X, T Y, StoreMode kStores>
+void DequantizeKernelT(const DequantizeCall& c, void* y, int64_t begin, int64_t end) {
+  DequantizeTask<X, Y>(c, y, begin, end, kStores == StoreMode::kStream);
+  // The task's non-temporal stores are ordered before whatever reports it done.
+  if constexpr (kStores == StoreMode::kStream) hwy::FlushStream();
+}
+
+/// The kernel of family kFamily for the call and stores, or nullptr where dequantize_kernels.inc
+/// lists none for its (x, y) in this family or the vector kernels do not read its parameters.
 template <DequantizeFamily kFamily>
-DequantizeKernel ChooseFamilyKernel(const DequantizeCall& c) {
+DequantizeKernel ChooseFamilyKernel(const DequantizeCall& c, StoreMode stores) {
   if (!IsVectorScaleType(c.scale_type)) return nullptr;
   const bool zero_point_used = IsIntegerIn(c.x_type) || has_float_zero_point(c.x_type);
   if (c.zero_point != nullptr && zero_point_used && c.zero_point_type != c.x_type) return nullptr;
-#define QDQ_DEQUANTIZE_KERNEL(FAMILY, X, Y)                                          \
-  if constexpr (kFamily == DequantizeFamily::k##FAMILY) {                            \
-    if (c.x_type == T::X && c.y_type == T::Y) return &DequantizeKernelT<T::X, T::Y>; \
+#define QDQ_DEQUANTIZE_KERNEL(FAMILY, X, Y)                                                     \
+  if constexpr (kFamily == DequantizeFamily::k##FAMILY) {                                       \
+    if (c.x_type == T::X && c.y_type == T::Y) {                                                 \
+      return stores == StoreMode::kStream ? &DequantizeKernelT<T::X, T::Y, StoreMode::kStream>  \
+                                          : &DequantizeKernelT<T::X, T::Y, StoreMode::kNormal>; \
+    }                                                                                           \
   }
 #include "kernels/simd/dequantize_kernels.inc"
 #undef QDQ_DEQUANTIZE_KERNEL

@@ -39,19 +39,20 @@ using FamilyCall = typename FamilyDirection<decltype(kFamily)>::Call;
 template <auto kFamily>
 using FamilyKernel = typename FamilyDirection<decltype(kFamily)>::Kernel;
 
-/// The kernel of family kFamily's unit for `target` and this call, or nullptr where the family lists
+/// The kernel of family kFamily's unit for `target`, this call and these stores, or nullptr where the family lists
 /// none for the call's types (or the target is not compiled). Each family's unit defines its
 /// specialisation (family_unit-inl.h). No allocation; thread-safe.
 template <auto kFamily>
-FamilyKernel<kFamily> family_kernel(int64_t target, const FamilyCall<kFamily>& call);
+FamilyKernel<kFamily> family_kernel(int64_t target, const FamilyCall<kFamily>& call, StoreMode stores);
 #define QDQ_QUANTIZE_FAMILY(FAMILY) \
   template <>                       \
-  QuantizeKernel family_kernel<QuantizeFamily::k##FAMILY>(int64_t target, const QuantizeCall& call);
+  QuantizeKernel family_kernel<QuantizeFamily::k##FAMILY>(int64_t target, const QuantizeCall& call, StoreMode stores);
 #include "kernels/simd/quantize_kernels.inc"
 #undef QDQ_QUANTIZE_FAMILY
-#define QDQ_DEQUANTIZE_FAMILY(FAMILY) \
-  template <>                         \
-  DequantizeKernel family_kernel<DequantizeFamily::k##FAMILY>(int64_t target, const DequantizeCall& call);
+#define QDQ_DEQUANTIZE_FAMILY(FAMILY)                                                                     \
+  template <>                                                                                             \
+  DequantizeKernel family_kernel<DequantizeFamily::k##FAMILY>(int64_t target, const DequantizeCall& call, \
+                                                              StoreMode stores);
 #include "kernels/simd/dequantize_kernels.inc"
 #undef QDQ_DEQUANTIZE_FAMILY
 

@@ -14,11 +14,13 @@ namespace HWY_NAMESPACE {
 namespace {
 // Internal linkage, so that every unit may name its chooser alike; the targets QDQ_SIMD_CHOOSE does
 // not pick leave it unused.
-[[maybe_unused]] FamilyKernel<QDQ_SIMD_FAMILY> ChooseUnitKernel(const FamilyCall<QDQ_SIMD_FAMILY>& call) {
+[[maybe_unused]] FamilyKernel<QDQ_SIMD_FAMILY> ChooseUnitKernel(const FamilyCall<QDQ_SIMD_FAMILY>& call,
+                                                                StoreMode stores) {
 #if QDQ_SIMD_HAS_KERNELS
-  return ChooseFamilyKernel<QDQ_SIMD_FAMILY>(call);
+  return ChooseFamilyKernel<QDQ_SIMD_FAMILY>(call, stores);
 #else
   (void)call;
+  (void)stores;
   return nullptr;
 #endif
 }
@@ -31,10 +33,11 @@ HWY_AFTER_NAMESPACE();
 namespace qdq::detail::simd {
 
 template <>
-FamilyKernel<QDQ_SIMD_FAMILY> family_kernel<QDQ_SIMD_FAMILY>(int64_t target, const FamilyCall<QDQ_SIMD_FAMILY>& call) {
-  FamilyKernel<QDQ_SIMD_FAMILY> (*const choose)(const FamilyCall<QDQ_SIMD_FAMILY>&) =
+FamilyKernel<QDQ_SIMD_FAMILY> family_kernel<QDQ_SIMD_FAMILY>(int64_t target, const FamilyCall<QDQ_SIMD_FAMILY>& call,
+                                                             StoreMode stores) {
+  FamilyKernel<QDQ_SIMD_FAMILY> (*const choose)(const FamilyCall<QDQ_SIMD_FAMILY>&, StoreMode) =
       QDQ_SIMD_CHOOSE(target, ChooseUnitKernel);
-  return choose == nullptr ? nullptr : choose(call);
+  return choose == nullptr ? nullptr : choose(call, stores);
 }
 
 }  // namespace qdq::detail::simd

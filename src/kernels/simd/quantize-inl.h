@@ -25,6 +25,11 @@
 // reciprocal, which equals the division bit for bit; 2/4-bit
 // outputs not packed in registers go through a code buffer packed per chunk (pack-inl.h).
 //
+// Stores (StoreMode): the paths above take `stream` at run time, QuantizeLoop does not. Normal
+// stores write y directly; streaming writes each chunk (or kChunk elements of blocks) to a stage on
+// the stack and copies it to y with non-temporal stores (StreamBytes), and the kernel fences once at
+// the end of the task. One copy of the loops serves both, so the units do not grow.
+//
 // The performance notes behind these choices are in docs/performance.md ("Quantize kernel loop").
 //
 // Included once per Highway target (foreach_target.h), hence the toggle guard instead of #pragma once.
@@ -386,27 +391,42 @@ HWY_INLINE void LoadQuantizeParams(const QuantizeCall& c, int64_t first, int64_t
   }
 }
 
+/// Bytes of y that `count` elements from a whole byte on fill.
+template <T Y>
+constexpr int64_t OutputBytes(int64_t count) {
+  return OutBits(Y) < 8 ? count * OutBits(Y) / 8 : count * (OutBits(Y) / 8);
+}
+
 /// Elements [begin, end) (begin a multiple of 4) of any plan, chunk by chunk; `reciprocal` as in
-/// QuantizeBroadcast.
+/// QuantizeBroadcast; `stream`: y's whole lines with non-temporal stores.
 template <T X, T P, T Y>
-HWY_INLINE void QuantizeGeneral(const QuantizeCall& c, void* y, int64_t begin, int64_t end, bool reciprocal) {
+HWY_INLINE void QuantizeGeneral(const QuantizeCall& c, void* y, int64_t begin, int64_t end, bool reciprocal,
+                                bool stream) {
   constexpr int kBits = OutBits(Y);
   constexpr bool kPacked = kBits < 8;
+  HWY_ALIGN uint8_t stage[OutputBytes<Y>(kChunk)];  // streaming: a chunk's bytes of y
   if constexpr (kPacked) {
     // Per-tensor: whole groups of 4 vectors packed in registers; the rest (a multiple-of-4 start)
-    // goes through the general path below.
+    // goes through the general path below. Streaming, a chunk at a time through the stage.
     const int64_t group = 4 * static_cast<int64_t>(hn::Lanes(DF()));
     if (c.plan.granularity == Granularity::kPerTensor && end - begin >= group) {
       const int64_t whole = (end - begin) / group * group;
-      QuantizeRun<X, P, Y, true>(c, begin, whole, BroadcastAt<P, Y>(c, 0), OutputAt<Y>(y, begin), reciprocal);
+      const int64_t step = stream ? kChunk : whole;  // kChunk is a multiple of every group
+      for (int64_t at = begin; at < begin + whole; at += step) {
+        const int64_t count = std::min(step, begin + whole - at);
+        QuantizeRun<X, P, Y, true>(c, at, count, BroadcastAt<P, Y>(c, 0), stream ? stage : OutputAt<Y>(y, at),
+                                   reciprocal);
+        if (stream) StreamBytes(stage, static_cast<size_t>(OutputBytes<Y>(count)), OutputAt<Y>(y, at));
+      }
       begin += whole;
     }
   }
   HWY_ALIGN uint8_t codes[kPacked ? kChunk : 1];
-  // Where element `at` of the chunk that starts at `chunk` goes: the code buffer for 2/4-bit y.
+  // Where element `at` of the chunk that starts at `chunk` goes: the code buffer for 2/4-bit y, the
+  // stage for streamed 8/16-bit y.
   const auto out_at = [&](int64_t chunk, int64_t at) -> uint8_t* {
     if constexpr (kPacked) return codes + (at - chunk);
-    return OutputAt<Y>(y, at);
+    return stream ? stage + OutputBytes<Y>(at - chunk) : OutputAt<Y>(y, at);
   };
   SegmentCursor cursor(c.plan, begin);
   // Per-axis runs along a long inner dimension keep their scale in a register; everything else that
@@ -452,11 +472,14 @@ HWY_INLINE void QuantizeGeneral(const QuantizeCall& c, void* y, int64_t begin, i
       const int64_t count = chunk_end - chunk;
       const int64_t whole = count / kPerByte;
       uint8_t* packed = static_cast<uint8_t*>(y);
-      PackWholeBytes<kBits>(codes, whole, packed + chunk / kPerByte);
+      PackWholeBytes<kBits>(codes, whole, stream ? stage : packed + chunk / kPerByte);
+      if (stream) StreamBytes(stage, static_cast<size_t>(whole), packed + chunk / kPerByte);
       if (whole * kPerByte < count) {
         pack_codes(codes + whole * kPerByte, kBits, chunk + whole * kPerByte, count - whole * kPerByte, packed,
                    chunk_end == c.plan.elements);
       }
+    } else {
+      if (stream) StreamBytes(stage, static_cast<size_t>(OutputBytes<Y>(chunk_end - chunk)), OutputAt<Y>(y, chunk));
     }
   }
 }
@@ -464,12 +487,37 @@ HWY_INLINE void QuantizeGeneral(const QuantizeCall& c, void* y, int64_t begin, i
 /// Elements [begin, end) of a UniformBlocks plan, begin and end multiples of the block size: block
 /// k (elements [k·B, (k + 1)·B)) uses parameter k. The parameters are loaded a vector at a time,
 /// then each block is one broadcast run of whole groups, packed in registers for 2/4-bit y.
+/// `stream`: y's whole lines with non-temporal stores.
 template <T X, T P, T Y>
-HWY_INLINE void QuantizeUniformBlocks(const QuantizeCall& c, void* y, int64_t begin, int64_t end, bool reciprocal) {
+HWY_INLINE void QuantizeUniformBlocks(const QuantizeCall& c, void* y, int64_t begin, int64_t end, bool reciprocal,
+                                      bool stream) {
   const DF df;
   const DI di;
   const int64_t block = c.plan.block;
   HWY_ALIGN ExpandedParams params;
+  // Streaming: elements [staged_first, staged_first + staged) of y wait in the stage, up to kChunk of
+  // them (every count here is a multiple of 4·Lanes, and so is kChunk).
+  HWY_ALIGN uint8_t stage[OutputBytes<Y>(kChunk)];
+  int64_t staged_first = begin;
+  int64_t staged = 0;
+  const auto flush = [&] {
+    StreamBytes(stage, static_cast<size_t>(OutputBytes<Y>(staged)), OutputAt<Y>(y, staged_first));
+    staged_first += staged;
+    staged = 0;
+  };
+  const auto run = [&](int64_t first, int64_t count, const BroadcastParams& b) {
+    while (count > 0) {
+      const int64_t n = stream ? std::min(count, kChunk - staged) : count;
+      QuantizeBroadcast<X, P, Y, true>(c, first, n, b, stream ? stage + OutputBytes<Y>(staged) : OutputAt<Y>(y, first),
+                                       reciprocal);
+      first += n;
+      count -= n;
+      if (stream) {
+        staged += n;
+        if (staged == kChunk) flush();
+      }
+    }
+  };
   for (int64_t first_block = begin / block; first_block < end / block; first_block += kChunk) {
     const int64_t blocks = std::min<int64_t>(kChunk, end / block - first_block);
     LoadQuantizeParams<P, Y>(c, first_block, blocks, params.scale, params.zero_point, params.float_zero_point);
@@ -477,10 +525,10 @@ HWY_INLINE void QuantizeUniformBlocks(const QuantizeCall& c, void* y, int64_t be
       BroadcastParams b{hn::Set(df, params.scale[k]), hn::Zero(di), hn::Zero(df)};
       if constexpr (IsIntegerOut(Y)) b.zero_point = hn::Set(di, params.zero_point[k]);
       if constexpr (has_float_zero_point(Y)) b.float_zero_point = hn::Set(df, params.float_zero_point[k]);
-      const int64_t first = (first_block + k) * block;
-      QuantizeBroadcast<X, P, Y, true>(c, first, block, b, OutputAt<Y>(y, first), reciprocal);
+      run((first_block + k) * block, block, b);
     }
   }
+  if (stream && staged > 0) flush();
 }
 
 /// Elements [begin, end) of a plan with VectorBlockShift `shift` (blocks of one to three vectors),
@@ -502,8 +550,11 @@ HWY_NOINLINE void QuantizeVectorBlocks(const QuantizeCall& c, void* y, int64_t b
   }
 }
 
+/// One task, elements [begin, end): shared by both StoreModes (out of line, so that the kernels of
+/// the two modes are one copy of the code). The vector-block path writes y with normal stores.
 template <T X, T P, T Y>
-HWY_NOINLINE void QuantizeKernelBody(const QuantizeCall& c, void* y, int64_t begin, int64_t end, bool reciprocal) {
+HWY_NOINLINE void QuantizeKernelBody(const QuantizeCall& c, void* y, int64_t begin, int64_t end, bool reciprocal,
+                                     bool stream) {
   const int shift = VectorBlockShift(c.plan, static_cast<int64_t>(hn::Lanes(DF())));
   if (shift >= 0) {
     // Whole blocks in the middle; a partial block at either end of the task goes the general way.
@@ -513,9 +564,9 @@ HWY_NOINLINE void QuantizeKernelBody(const QuantizeCall& c, void* y, int64_t beg
     const int64_t group = OutBits(Y) < 8 ? 4 * static_cast<int64_t>(hn::Lanes(DF())) : block;
     const int64_t lo = std::min(end, (begin + block - 1) / block * block);
     const int64_t hi = lo + std::max<int64_t>(0, end / block * block - lo) / group * group;
-    QuantizeGeneral<X, P, Y>(c, y, begin, lo, reciprocal);
+    QuantizeGeneral<X, P, Y>(c, y, begin, lo, reciprocal, stream);
     QuantizeVectorBlocks<X, P, Y>(c, y, lo, hi, shift);
-    QuantizeGeneral<X, P, Y>(c, y, hi, end, reciprocal);
+    QuantizeGeneral<X, P, Y>(c, y, hi, end, reciprocal, stream);
     return;
   }
   if (UniformBlocks(c.plan, 4 * static_cast<int64_t>(hn::Lanes(DF())))) {
@@ -523,37 +574,40 @@ HWY_NOINLINE void QuantizeKernelBody(const QuantizeCall& c, void* y, int64_t beg
     const int64_t block = c.plan.block;
     const int64_t lo = std::min(end, (begin + block - 1) / block * block);
     const int64_t hi = std::max(lo, end / block * block);
-    QuantizeGeneral<X, P, Y>(c, y, begin, lo, reciprocal);
-    QuantizeUniformBlocks<X, P, Y>(c, y, lo, hi, reciprocal);
-    QuantizeGeneral<X, P, Y>(c, y, hi, end, reciprocal);
+    QuantizeGeneral<X, P, Y>(c, y, begin, lo, reciprocal, stream);
+    QuantizeUniformBlocks<X, P, Y>(c, y, lo, hi, reciprocal, stream);
+    QuantizeGeneral<X, P, Y>(c, y, hi, end, reciprocal, stream);
     return;
   }
-  QuantizeGeneral<X, P, Y>(c, y, begin, end, reciprocal);
+  QuantizeGeneral<X, P, Y>(c, y, begin, end, reciprocal, stream);
 }
 
 /// The kernel: the route is looked up (at the first call, measured) before QuantizeKernelBody's frame
 /// with its parameter buffers is entered, so the measurement's kernel runs do not stack on it.
-template <T X, T P, T Y>
+template <T X, T P, T Y, StoreMode kStores>
 void QuantizeKernelT(const QuantizeCall& c, void* y, int64_t begin, int64_t end) {
   bool reciprocal = false;
   if constexpr (P == T::kFloat) reciprocal = UseReciprocal<Y>();
-  QuantizeKernelBody<X, P, Y>(c, y, begin, end, reciprocal);
+  QuantizeKernelBody<X, P, Y>(c, y, begin, end, reciprocal, kStores == StoreMode::kStream);
+  // The task's non-temporal stores are ordered before whatever reports it done.
+  if constexpr (kStores == StoreMode::kStream) hwy::FlushStream();
 }
 
-/// The kernel of family kFamily for the call, or nullptr where quantize_kernels.inc lists none for
-/// its (x, division type, y) in this family or the vector kernels do not read its parameters.
+/// The kernel of family kFamily for the call and stores, or nullptr where quantize_kernels.inc lists
+/// none for its (x, division type, y) in this family or the vector kernels do not read its parameters.
 template <QuantizeFamily kFamily>
-QuantizeKernel ChooseFamilyKernel(const QuantizeCall& c) {
+QuantizeKernel ChooseFamilyKernel(const QuantizeCall& c, StoreMode stores) {
   // FLOAT8E8M0 (MX) scales are powers of two (or NaN): runs sharing one take the exact-reciprocal
   // route where the scale and its inverse are normal floats (codes 1..253), the division otherwise.
   if (!IsVectorScaleType(c.scale_type)) return nullptr;
   // A zero point must be of the output type (float8 zero points only select the type).
   if (c.zero_point != nullptr && c.zero_point_type != c.y_type) return nullptr;
-#define QDQ_QUANTIZE_KERNEL(FAMILY, X, P, Y)                               \
-  if constexpr (kFamily == QuantizeFamily::k##FAMILY) {                    \
-    if (c.x_type == T::X && c.division_type == T::P && c.y_type == T::Y) { \
-      return &QuantizeKernelT<T::X, T::P, T::Y>;                           \
-    }                                                                      \
+#define QDQ_QUANTIZE_KERNEL(FAMILY, X, P, Y)                                                        \
+  if constexpr (kFamily == QuantizeFamily::k##FAMILY) {                                             \
+    if (c.x_type == T::X && c.division_type == T::P && c.y_type == T::Y) {                          \
+      return stores == StoreMode::kStream ? &QuantizeKernelT<T::X, T::P, T::Y, StoreMode::kStream>  \
+                                          : &QuantizeKernelT<T::X, T::P, T::Y, StoreMode::kNormal>; \
+    }                                                                                               \
   }
 #include "kernels/simd/quantize_kernels.inc"
 #undef QDQ_QUANTIZE_KERNEL

@@ -29,9 +29,16 @@ std::vector<Target> compiled_targets();
 /// benchmarks (qdq::set_simd_target checks the name); atomic, but not meant to race running calls.
 void set_target(int64_t target);
 
-/// The vectorised kernel of `target` for this call, or nullptr where it does not cover the call's
-/// type combination (the scalar kernel is then used).
-QuantizeKernel quantize_kernel_for_target(int64_t target, const QuantizeCall& call);
-DequantizeKernel dequantize_kernel_for_target(int64_t target, const DequantizeCall& call);
+/// The vectorised kernel of `target` for this call that writes y as `stores` says, or nullptr where
+/// it does not cover the call's type combination (the scalar kernel is then used).
+QuantizeKernel quantize_kernel_for_target(int64_t target, const QuantizeCall& call,
+                                          StoreMode stores = StoreMode::kNormal);
+DequantizeKernel dequantize_kernel_for_target(int64_t target, const DequantizeCall& call,
+                                              StoreMode stores = StoreMode::kNormal);
+
+/// Writes a fixed byte to [dst, dst + bytes) (dst aligned to 64, bytes a multiple of 64) with whole
+/// vectors of `target`'s width and `stores` (kStream: then one store fence): the loop that
+/// store_policy.cpp times. No allocation; thread-safe.
+void fill_lines(int64_t target, uint8_t* dst, size_t bytes, StoreMode stores);
 
 }  // namespace qdq::detail::simd

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "hwy/cache_control.h"  // FlushStream, for the callers of StreamBytes
 #include "hwy/highway.h"
 
 HWY_BEFORE_NAMESPACE();
@@ -52,6 +53,35 @@ HWY_INLINE void StorePartial(D d, hn::Vec<D> v, T* p, size_t n) {
   HWY_ALIGN T buffer[HWY_MAX_BYTES / sizeof(T)];
   hn::Store(v, d, buffer);
   std::memcpy(p, buffer, n * sizeof(T));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Non-temporal stores (StoreMode::kStream). The kernels write each chunk's output to a buffer on
+// the stack as usual and copy it to y here, so that every store helper, whatever its width and
+// whatever y's alignment, gets the same whole aligned vectors. The copy stays in L1 and costs
+// little next to the read for ownership of every output line it saves.
+
+/// Bytes of a cache line: the unit a non-temporal store should fill completely.
+constexpr uintptr_t kCacheLine = 64;
+
+/// Copies n bytes from src to dst: the whole cache lines of dst with non-temporal stores (Stream)
+/// of whole aligned vectors, the partial lines at either end with ordinary stores. The caller
+/// fences (hwy::FlushStream) before anyone else reads dst.
+HWY_INLINE void StreamBytes(const uint8_t* src, size_t n, uint8_t* dst) {
+  const hn::ScalableTag<uint8_t> d;
+  const size_t lanes = hn::Lanes(d);
+  static_assert(HWY_MAX_BYTES <= kCacheLine || HWY_MAX_BYTES % kCacheLine == 0);
+  const size_t align = lanes > kCacheLine ? lanes : kCacheLine;  // a whole line, or one vector
+  const size_t head = (align - reinterpret_cast<uintptr_t>(dst) % align) % align;
+  if (head >= n) {
+    std::memcpy(dst, src, n);
+    return;
+  }
+  std::memcpy(dst, src, head);
+  const size_t lines_end = head + (n - head) / align * align;
+  size_t i = head;
+  for (; i + lanes <= lines_end; i += lanes) hn::Stream(hn::LoadU(d, src + i), d, dst + i);
+  std::memcpy(dst + i, src + i, n - i);
 }
 
 /// body(k, n) for the vectors of [0, count): whole vectors first (n is then the constant lane

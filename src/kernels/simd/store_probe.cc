@@ -1,0 +1,46 @@
+// The write loop that store_policy.cpp times to learn whether non-temporal stores beat ordinary ones
+// on this CPU: whole vectors of the target's width, the same stores the kernels' StreamBytes makes.
+#include "kernels/simd/config.h"
+
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "kernels/simd/store_probe.cc"
+#include "hwy/foreach_target.h"  // IWYU pragma: keep
+
+#include "hwy/highway.h"
+#include "kernels/simd/simd_kernels.hpp"
+#include "kernels/simd/vectors-inl.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace qdq::detail::simd {
+namespace HWY_NAMESPACE {
+#if QDQ_SIMD_HAS_KERNELS
+void FillLines(uint8_t* dst, size_t bytes, StoreMode stores) {
+  const hn::ScalableTag<uint8_t> d;
+  const size_t lanes = hn::Lanes(d);
+  const auto v = hn::Set(d, uint8_t{0x5A});
+  if (stores == StoreMode::kStream) {
+    for (size_t i = 0; i + lanes <= bytes; i += lanes) hn::Stream(v, d, dst + i);
+    hwy::FlushStream();
+  } else {
+    for (size_t i = 0; i + lanes <= bytes; i += lanes) hn::Store(v, d, dst + i);
+  }
+}
+#else
+void FillLines(uint8_t* dst, size_t bytes, StoreMode) {
+  for (size_t i = 0; i < bytes; ++i) dst[i] = 0x5A;
+}
+#endif
+}  // namespace HWY_NAMESPACE
+}  // namespace qdq::detail::simd
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace qdq::detail::simd {
+
+void fill_lines(int64_t target, uint8_t* dst, size_t bytes, StoreMode stores) {
+  void (*const fill)(uint8_t*, size_t, StoreMode) = QDQ_SIMD_CHOOSE(target, FillLines);
+  if (fill != nullptr) fill(dst, bytes, stores);
+}
+
+}  // namespace qdq::detail::simd
+#endif

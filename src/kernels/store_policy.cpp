@@ -1,0 +1,147 @@
+// The store policy of the vectorised kernels; see store_policy.hpp. Measured on the Intel Xeon of
+// docs/performance.md ("Non-temporal stores"): they lose in and near the L2, are level up to 16 MiB
+// of output and win from 32 MiB (about 2× at 64 MiB and above). That VM reports the host's 300 MiB
+// L3, shared with other guests, so the reported LLC alone would put the threshold 10× too high: the
+// threshold is capped at 16 × the per-core L2, which is where the gain started there.
+#include "kernels/store_policy.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <memory>
+#include <string>
+
+#include "kernels/simd/simd_kernels.hpp"
+#include "qdq/qdq.hpp"
+
+namespace qdq::detail {
+namespace {
+
+constexpr uint64_t kMiB = uint64_t{1} << 20;
+
+/// A sysfs cache size ("48K", "2048K", "1M"), or 0 where it does not parse.
+uint64_t parse_cache_size(const std::string& text) {
+  size_t used = 0;
+  uint64_t value = 0;
+  try {
+    value = std::stoull(text, &used);
+  } catch (...) {
+    return 0;
+  }
+  const std::string unit = text.substr(used, text.find_first_of(" \n", used) - used);
+  if (unit == "K") return value << 10;
+  if (unit == "M") return value << 20;
+  if (unit == "G") return value << 30;
+  return unit.empty() ? value : 0;
+}
+
+/// The first line of a sysfs file, or "" where it cannot be read.
+std::string read_line(const std::string& path) {
+  std::ifstream in(path);
+  std::string line;
+  std::getline(in, line);
+  return line;
+}
+
+struct CacheSizes {
+  uint64_t l2 = 0;   // per core
+  uint64_t llc = 0;  // the highest level's size
+};
+
+/// CPU 0's data and unified caches as Linux reports them; zeros where it does not.
+CacheSizes read_cache_sizes() {
+  CacheSizes sizes;
+  int llc_level = 0;
+  for (int index = 0; index < 8; ++index) {
+    const std::string dir = "/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(index) + "/";
+    const std::string level_text = read_line(dir + "level");
+    if (level_text.empty()) break;
+    if (read_line(dir + "type") == "Instruction") continue;
+    const int level = std::atoi(level_text.c_str());
+    const uint64_t size = parse_cache_size(read_line(dir + "size"));
+    if (level == 2) sizes.l2 = size;
+    if (level >= llc_level && size > 0) {
+      llc_level = level;
+      sizes.llc = size;
+    }
+  }
+  return sizes;
+}
+
+StorePolicy environment_policy() {
+  static const StorePolicy policy = parse_store_policy(std::getenv("QDQ_STREAM_STORES"));
+  return policy;
+}
+
+StreamProbe run_probe() {
+  StreamProbe probe;
+  const int64_t target = simd::best_target();
+  if (target == 0) return probe;  // no vectorised kernels: nothing would stream
+  // 8 MiB: four times this machine's L2, so that the ordinary stores must fetch their lines, and a
+  // few milliseconds in all.
+  constexpr size_t kBytes = 8 * kMiB;
+  const std::unique_ptr<uint8_t[]> storage(new uint8_t[kBytes + 64]);
+  uint8_t* const buffer = storage.get() + (64 - reinterpret_cast<uintptr_t>(storage.get()) % 64) % 64;
+  // One untimed pass faults the pages in and leaves no line cached; then the two kinds alternate,
+  // each timed twice, the faster run counting.
+  simd::fill_lines(target, buffer, kBytes, StoreMode::kStream);
+  double best[2] = {1e30, 1e30};
+  for (int round = 0; round < 2; ++round) {
+    for (const StoreMode mode : {StoreMode::kNormal, StoreMode::kStream}) {
+      const auto start = std::chrono::steady_clock::now();
+      simd::fill_lines(target, buffer, kBytes, mode);
+      const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      double& slot = best[mode == StoreMode::kStream ? 1 : 0];
+      slot = std::min(slot, seconds);
+    }
+  }
+  probe.normal_gbps = static_cast<double>(kBytes) / best[0] * 1e-9;
+  probe.stream_gbps = static_cast<double>(kBytes) / best[1] * 1e-9;
+  // A clear margin: within the noise of a busy machine ordinary stores keep y in the cache.
+  probe.stream_wins = best[1] < 0.8 * best[0];
+  return probe;
+}
+
+}  // namespace
+
+StorePolicy parse_store_policy(const char* value) {
+  if (value == nullptr || value[0] == '\0' || std::strcmp(value, "auto") == 0) return StorePolicy::kAuto;
+  if (std::strcmp(value, "always") == 0) return StorePolicy::kAlways;
+  if (std::strcmp(value, "never") == 0) return StorePolicy::kNever;
+  throw Error(std::string("QDQ_STREAM_STORES is '") + value + "', but must be auto, always or never");
+}
+
+uint64_t stream_threshold_bytes() {
+  static const uint64_t threshold = [] {
+    const CacheSizes sizes = read_cache_sizes();
+    uint64_t t = 32 * kMiB;
+    if (sizes.l2 > 0 && sizes.llc > 0) {
+      t = std::min(sizes.llc, 16 * sizes.l2);
+    } else if (sizes.llc > 0) {
+      t = sizes.llc;
+    } else if (sizes.l2 > 0) {
+      t = 16 * sizes.l2;
+    }
+    return std::max(t, 4 * kMiB);
+  }();
+  return threshold;
+}
+
+const StreamProbe& stream_probe() {
+  static const StreamProbe probe = run_probe();
+  return probe;
+}
+
+StoreMode choose_store_mode(uint64_t output_bytes) {
+  switch (environment_policy()) {
+    case StorePolicy::kAlways: return StoreMode::kStream;
+    case StorePolicy::kNever: return StoreMode::kNormal;
+    case StorePolicy::kAuto: break;
+  }
+  if (output_bytes < stream_threshold_bytes()) return StoreMode::kNormal;
+  return stream_probe().stream_wins ? StoreMode::kStream : StoreMode::kNormal;
+}
+
+}  // namespace qdq::detail

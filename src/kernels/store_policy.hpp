@@ -1,0 +1,44 @@
+// When the vectorised kernels write y with non-temporal stores (StoreMode::kStream): for outputs
+// above a threshold taken from the cache sizes the OS reports, and only where a one-time probe
+// measured non-temporal stores to be faster on this machine. QDQ_STREAM_STORES overrides it.
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/kernels.hpp"
+
+namespace qdq::detail {
+
+/// QDQ_STREAM_STORES: auto (the default) decides by size and measurement; always and never force it.
+enum class StorePolicy { kAuto, kAlways, kNever };
+
+/// The policy a QDQ_STREAM_STORES value names (nullptr or empty: auto), or a qdq::Error naming the
+/// bad value. Allocates only for the error; thread-safe.
+StorePolicy parse_store_policy(const char* value);
+
+/// What the one-time probe measured: the GB/s of writing the same lines with ordinary and with
+/// non-temporal stores, and whether the latter won clearly enough to be used.
+struct StreamProbe {
+  double normal_gbps = 0;
+  double stream_gbps = 0;
+  bool stream_wins = false;
+};
+
+/// The output size in bytes from which auto streams: the smaller of the last-level cache and 16×
+/// the per-core L2 cache that the OS reports (sysfs; 32 MiB where it reports neither), at least
+/// 4 MiB. Reads sysfs once per process; thread-safe.
+uint64_t stream_threshold_bytes();
+
+/// Runs the probe once per process (an 8 MiB buffer written five times, timed four: about 5 ms of
+/// writes, 17 ms with faulting the buffer in on the loaded 2-core VM) and returns its result; later
+/// calls return the same. Allocates the buffer for the probe only; thread-safe.
+const StreamProbe& stream_probe();
+
+/// The stores for a call that writes `output_bytes`: QDQ_STREAM_STORES (read once per process) if
+/// always or never; under auto, kStream when the output is at least stream_threshold_bytes() and
+/// stream_probe() found non-temporal stores faster (the probe runs at the first such call only),
+/// kNormal otherwise and on machines without vectorised kernels. Throws qdq::Error for a bad
+/// QDQ_STREAM_STORES; thread-safe.
+StoreMode choose_store_mode(uint64_t output_bytes);
+
+}  // namespace qdq::detail

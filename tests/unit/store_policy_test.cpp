@@ -1,0 +1,94 @@
+// The store policy of the vectorised kernels (src/kernels/store_policy.hpp): QDQ_STREAM_STORES's
+// values, the threshold's bounds, small calls never streaming under auto, and a call above the
+// threshold (streamed wherever the probe found non-temporal stores faster) giving the scalar
+// kernel's bytes through the thread pool. The kernels themselves are compared in both store modes by
+// simd_kernels_test.cpp. No timing.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <random>
+#include <vector>
+
+#include "kernels/store_policy.hpp"
+#include "qdq/qdq.hpp"
+
+namespace {
+
+using qdq::DataType;
+using qdq::detail::StoreMode;
+using qdq::detail::StorePolicy;
+
+TEST(StorePolicy, ParsesTheEnvironmentValues) {
+  EXPECT_EQ(qdq::detail::parse_store_policy(nullptr), StorePolicy::kAuto);
+  EXPECT_EQ(qdq::detail::parse_store_policy(""), StorePolicy::kAuto);
+  EXPECT_EQ(qdq::detail::parse_store_policy("auto"), StorePolicy::kAuto);
+  EXPECT_EQ(qdq::detail::parse_store_policy("always"), StorePolicy::kAlways);
+  EXPECT_EQ(qdq::detail::parse_store_policy("never"), StorePolicy::kNever);
+  try {
+    qdq::detail::parse_store_policy("Always");
+    FAIL() << "a bad QDQ_STREAM_STORES was accepted";
+  } catch (const qdq::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("QDQ_STREAM_STORES is 'Always'"), std::string::npos) << e.what();
+  }
+}
+
+TEST(StorePolicy, ThresholdIsAboveTheCaches) { EXPECT_GE(qdq::detail::stream_threshold_bytes(), uint64_t{4} << 20); }
+
+/// Whether this process runs with QDQ_STREAM_STORES at auto (the policy the next tests check).
+bool environment_is_auto() {
+  const char* env = std::getenv("QDQ_STREAM_STORES");
+  return env == nullptr || env[0] == '\0' || std::string(env) == "auto";
+}
+
+TEST(StorePolicy, SmallOutputsNeverStreamUnderAuto) {
+  if (!environment_is_auto()) GTEST_SKIP() << "QDQ_STREAM_STORES overrides the policy";
+  for (uint64_t bytes : {uint64_t{0}, uint64_t{1}, uint64_t{64} << 10, uint64_t{4} << 20}) {
+    if (bytes < qdq::detail::stream_threshold_bytes()) {
+      EXPECT_EQ(qdq::detail::choose_store_mode(bytes), StoreMode::kNormal) << bytes;
+    }
+  }
+}
+
+TEST(StorePolicy, ProbeMeasuresBothStoresOnceWhereThereAreKernels) {
+  const qdq::detail::StreamProbe& first = qdq::detail::stream_probe();
+  const qdq::detail::StreamProbe& again = qdq::detail::stream_probe();
+  std::printf("[ probe    ] 8 MiB written at %.1f GB/s (normal stores), %.1f GB/s (non-temporal): %s\n",
+              first.normal_gbps, first.stream_gbps, first.stream_wins ? "streams" : "does not stream");
+  EXPECT_EQ(&first, &again);
+  EXPECT_GE(first.normal_gbps, 0.0);
+  EXPECT_GE(first.stream_gbps, 0.0);
+  if (first.stream_wins) {
+    EXPECT_GT(first.stream_gbps, first.normal_gbps);
+  }
+}
+
+// A dequantize whose output reaches the threshold (streamed where the probe found that faster),
+// on two threads, against the scalar kernel; odd length, so that the last task ends mid-line.
+TEST(StorePolicy, CallAboveTheThresholdMatchesScalar) {
+  const uint64_t threshold = qdq::detail::stream_threshold_bytes();
+  if (threshold > (uint64_t{64} << 20))
+    GTEST_SKIP() << "threshold " << threshold << " bytes: too large for a unit test";
+  const auto n = static_cast<int64_t>(threshold / 4 + 77);
+  std::vector<uint8_t> x(static_cast<size_t>(n));
+  std::mt19937 rng(12);
+  for (auto& v : x) v = static_cast<uint8_t>(rng());
+  const float scale = 0.037f;
+  const uint8_t zero_point = 131;
+  const std::vector<int64_t> shape{n};
+  const std::vector<int64_t> scalar_shape;
+  const qdq::TensorView xv{DataType::kUint8, shape, x.data(), x.size()};
+  const qdq::TensorView sv{DataType::kFloat, scalar_shape, &scale, 4};
+  const qdq::TensorView zv{DataType::kUint8, scalar_shape, &zero_point, 1};
+  std::vector<float> got(static_cast<size_t>(n), -1.0f);
+  std::vector<float> expected(static_cast<size_t>(n), -2.0f);
+  qdq::ExecutionOptions options;
+  options.num_threads = 2;
+  qdq::dequantize_linear({}, xv, sv, &zv, {DataType::kFloat, shape, got.data(), got.size() * 4}, options);
+  options.force_scalar = true;
+  qdq::dequantize_linear({}, xv, sv, &zv, {DataType::kFloat, shape, expected.data(), expected.size() * 4}, options);
+  EXPECT_TRUE(got == expected);
+}
+
+}  // namespace
