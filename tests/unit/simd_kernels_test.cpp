@@ -1008,6 +1008,53 @@ TEST_P(SimdKernelsTest, ReciprocalRoutesMatchScalarNearHalfIntegers) {
   expect_compared(8 * 20);
 }
 
+/// The rounding check's NaN rule: a NaN or ±inf quotient in one vector of a group must not hide a
+/// near-half-integer quotient in the same lane of another vector. (x86's max returns its second
+/// operand where either is NaN, so a magnitude maximum over the group lost the near-half lane: found
+/// by fuzz_operators at AVX2, int8 per-tensor, x = 63 and s = 0x1.0f0f1p+0, where x·RN(1/s) is 59.5
+/// and x / s is 59.499996.) Each 64-element block (a group of four vectors of up to 16 lanes) holds
+/// that x at offset a, a NaN or ±inf at offset b and ordinary quotients elsewhere, for every a ≠ b
+/// with a ≡ b mod 4, which includes the same lane of every other vector of the group at every width.
+TEST_P(SimdKernelsTest, ReciprocalRoutesKeepNearHalvesBesideNaNs) {
+  std::mt19937 rng(17);
+  const float scale = 0x1.0f0f1p+0f;
+  const float near_half = 63.0f;
+  ASSERT_NE(std::nearbyint(near_half * (1.0f / scale)), std::nearbyint(near_half / scale));
+  const float inf = std::numeric_limits<float>::infinity();
+  const float specials[] = {std::numeric_limits<float>::quiet_NaN(), inf, -inf};
+  std::vector<float> xs;
+  for (int a = 0; a < 64; ++a) {
+    for (int b = a % 4; b < 64; b += 4) {
+      if (b == a) continue;
+      const size_t block = xs.size();
+      for (int i = 0; i < 64; ++i) xs.push_back(static_cast<float>(i % 7) * scale);
+      xs[block + static_cast<size_t>(a)] = near_half;
+      xs[block + static_cast<size_t>(b)] = specials[xs.size() / 64 % 3];
+    }
+  }
+  const auto n = static_cast<int64_t>(xs.size());
+  const simd::ScopedQuotientRoute forced(simd::QuotientRoute::kReciprocal);
+  for (const T y : {T::kInt8, T::kUint8, T::kInt4, T::kUint4, T::kInt2, T::kUint2}) {
+    for (const bool with_zp : {false, true}) {
+      const Shape shape{n};
+      const Tensor x{T::kFloat, shape, make_float_tensor(T::kFloat, xs)};
+      const Tensor s{T::kFloat, {}, make_float_tensor(T::kFloat, {scale})};
+      const Tensor zp{y, {}, random_bytes(y, 1, rng)};
+      QuantizeLinearAttributes attributes;
+      attributes.opset = 25;
+      attributes.output_dtype = static_cast<int64_t>(y);
+      const TensorView xv = x.view();
+      const TensorView sv = s.view();
+      const TensorView zv = zp.view();
+      const QuantizeCall call = plan_quantize(attributes, xv, sv, with_zp ? &zv : nullptr);
+      expect_target_matches_scalar(call, n, task_bounds(n, rng),
+                                   describe(T::kFloat, T::kFloat, y, shape, -1, 0, true, with_zp) +
+                                       " route reciprocal, NaNs beside near-halves");
+    }
+  }
+  expect_compared(12);
+}
+
 TEST_P(SimdKernelsTest, DequantizeFloat8E8M0ScalesEveryCode) {
   std::mt19937 rng(11);
   for (T x : kQuantizedTypes) {

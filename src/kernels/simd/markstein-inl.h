@@ -87,8 +87,8 @@ struct Markstein {
 /// between q0 and x / s (nor on x / s), so both have the same nearest integer and q0 can stand for
 /// the quotient. Where |q0| >= 512, |x / s| > 511.99 and both saturate alike; NaN and ±inf q0 are
 /// those of x / s. Only a group of four vectors with a lane within 2^-13 of a half-integer (about
-/// 64·2^-12 = 1.6 % of 512-bit groups for evenly spread fractions, and every group with a tie) is
-/// divided. The quotients it returns are not x / s, only their codes are.
+/// 64·2^-12 = 1.6 % of 512-bit groups for evenly spread fractions, and every group with a tie) or a
+/// NaN or ±inf quotient is divided. The quotients it returns are not x / s, only their codes are.
 struct RoundingCheck {
   VF reciprocal;
 
@@ -101,12 +101,17 @@ struct RoundingCheck {
 #endif
   }
 
-  /// The larger of |a| and |b| (of NaN lanes, either operand may be returned).
+  /// The larger of |a| and |b|, and a NaN where either is NaN. The NaN must survive: a float max
+  /// (x86's maxps returns its second operand where either is NaN) would let a NaN lane of one vector
+  /// hide a near-half lane of another, whose product then stood for a quotient it rounds unlike.
   static HWY_INLINE VF AbsMax(VF a, VF b) {
 #if HWY_TARGET == HWY_AVX3
-    return VF{_mm512_range_ps(a.raw, b.raw, 0x0B)};  // imm 0b1011: larger magnitude, sign cleared
+    return VF{_mm512_range_ps(a.raw, b.raw, 0x0B)};  // imm 0b1011: larger magnitude, sign cleared; NaN kept
 #else
-    return hn::Max(hn::Abs(a), hn::Abs(b));
+    // Magnitudes' bits order as the magnitudes do, with NaN above +inf.
+    const DF df;
+    const DU du;
+    return hn::BitCast(df, hn::Max(hn::BitCast(du, hn::Abs(a)), hn::BitCast(du, hn::Abs(b))));
 #endif
   }
 
@@ -120,7 +125,7 @@ struct RoundingCheck {
     const VF q2 = hn::Mul(x2, reciprocal);
     const VF q3 = hn::Mul(x3, reciprocal);
     const VF nearest = AbsMax(AbsMax(Fraction(q0), Fraction(q1)), AbsMax(Fraction(q2), Fraction(q3)));
-    // Not Lt's negation: a NaN fraction that survived AbsMax takes the division too.
+    // Not Lt's negation: a NaN fraction (of a NaN or ±inf quotient) takes the division too.
     if (HWY_UNLIKELY(!hn::AllTrue(df, hn::Lt(nearest, hn::Set(df, 0.5f - 0x1p-13f))))) {
       DivideGroup(x0, x1, x2, x3, scale);
       return;
