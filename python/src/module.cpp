@@ -65,7 +65,10 @@ size_t item_bytes(DataType type) {
 
 bool is_sub_byte(DataType type) { return qdq::bit_width(type) > 0 && qdq::bit_width(type) < 8; }
 
-bool is_signed_sub_byte(DataType type) { return type == DataType::kInt4 || type == DataType::kInt2; }
+/// Whether `type`'s codes, one per byte, are signed integers (INT4, INT2), from the type queries.
+bool is_signed_sub_byte(DataType type) {
+  return qdq::bit_width(type) < 8 && qdq::type_kind(type) == qdq::TypeKind::kInteger && qdq::is_signed(type);
+}
 
 // Passes over fewer items than this keep the GIL: they take about as long as releasing and taking
 // it back.
