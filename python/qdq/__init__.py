@@ -522,12 +522,27 @@ def _result(y, yt, out):
     return _as_output(y, yt) if yt in _CODE_TYPES and yt not in _ML_DTYPE_BY_TYPE else y
 
 
+# PackedTensor's dtype names by type number, for _packed_result.
+_PACKED_NAME = {t: "float32" if t == _FLOAT else ("float64" if t == _DOUBLE else _type_name(t))
+                for t in (*_NATIVE, *_CODE_TYPES)}
+
+
+def _packed_result(data, t, shape):
+    """The PackedTensor of a packed=True result: the compiled layer's 1-D uint8 array of exactly
+    storage_bytes(t, shape) bytes and x's shape (a tuple of ints), so PackedTensor's checks would hold."""
+    p = object.__new__(PackedTensor)
+    p.data = data
+    p.dtype = _PACKED_NAME[t]
+    p.shape = shape
+    return p
+
+
 # The compiled layer's fast path takes the common forms of the three operators' arguments as they are
 # and returns NotImplemented for the rest, which the functions below then handle (module.cpp). It reads
-# these tables (and keeps filling _TYPE_BY_NAME's use) to do exactly what _as_input, _as_out and
-# _result do for those forms.
+# these tables (and the names _type_number has resolved so far) to do exactly what _as_input, _as_out
+# and _result do for those forms.
 _qdq._set_fast_path(_RAW_TYPE_BY_DTYPE, _NATIVE_BY_DTYPE, _NATIVE_BY_SCALAR_TYPE, list(_CODE_TYPES), _TYPE_BY_NAME,
-                    _AXIS_DEFAULT, CodeArray, PackedTensor, _as_output, PackedTensor, _np.float32, _np.uint8)
+                    _AXIS_DEFAULT, CodeArray, PackedTensor, _as_output, _packed_result, _np.float32, _np.uint8)
 
 
 def quantize_linear(x, scale, zero_point=None, *, axis=_AXIS_DEFAULT, block_size=0, saturate=True,
