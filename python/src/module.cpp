@@ -449,8 +449,10 @@ struct Input {
     const int bits = qdq::bit_width(view.type);
     packed = Buffer(view.size_bytes + 1);  // +1: never a zero-size buffer
     bool ok;
-    {
+    if (count >= kReleaseGilItems) {
       py::gil_scoped_release release;
+      ok = check_and_pack(items, count, bits, signed_items, check_items, packed.get());
+    } else {  // shorter than releasing and taking back the GIL (a zero point, a small tensor)
       ok = check_and_pack(items, count, bits, signed_items, check_items, packed.get());
     }
     if (!ok) throw_bad_item();
