@@ -357,13 +357,30 @@ class Buffer {
 // never straddle two cache lines, which at 64 Ki float32 results made a call ~1.3x slower.
 constexpr size_t kMinAlignedResult = size_t{16} << 10;
 
+// A new writeable C-contiguous ndarray of `dtype` and `dims` over `data` (owned by `base`, whose
+// reference it takes), or over memory NumPy allocates (data null). What py::array's constructor does,
+// without its strides vector and container copies (a tenth of a small call's instructions).
+py::array new_c_array(const py::dtype& dtype, const std::vector<py::ssize_t>& dims, void* data, py::object base) {
+  const auto& api = py::detail::npy_api::get();
+  PyObject* array = api.PyArray_NewFromDescr_(
+      api.PyArray_Type_, dtype.inc_ref().ptr(), static_cast<int>(dims.size()),
+      reinterpret_cast<Py_intptr_t*>(const_cast<py::ssize_t*>(dims.data())), nullptr, data,
+      data != nullptr ? py::detail::npy_api::NPY_ARRAY_WRITEABLE_ : 0, nullptr);  // steals the dtype
+  if (array == nullptr) throw py::error_already_set();
+  auto result = py::reinterpret_steal<py::array>(array);
+  if (data != nullptr && api.PyArray_SetBaseObject_(array, base.release().ptr()) != 0) {  // steals base
+    throw py::error_already_set();
+  }
+  return result;
+}
+
 // A new C-contiguous array of `dtype` and `dims` whose memory comes from the pool (64-byte aligned)
 // and goes back to it when the array and every view of it are gone (below kMinAlignedResult, NumPy's
 // own memory). Call with the GIL held.
 py::array pooled_array(const py::dtype& dtype, const std::vector<py::ssize_t>& dims) {
   size_t bytes = static_cast<size_t>(dtype.itemsize());
   for (py::ssize_t d : dims) bytes *= static_cast<size_t>(d);
-  if (bytes < kMinAlignedResult) return py::array(dtype, dims);
+  if (bytes < kMinAlignedResult) return new_c_array(dtype, dims, nullptr, py::object());
   struct Owned {
     void* data;
     size_t capacity;
@@ -380,7 +397,7 @@ py::array pooled_array(const py::dtype& dtype, const std::vector<py::ssize_t>& d
     BlockPool::instance().give(o->data, o->capacity);
     delete o;
   });
-  return py::array(dtype, dims, std::vector<py::ssize_t>{}, owned->data, base);
+  return new_c_array(dtype, dims, owned->data, std::move(base));
 }
 
 // An input tensor: a borrowed view of a numpy array, or of a packed copy for sub-byte types.
