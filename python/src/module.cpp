@@ -995,7 +995,8 @@ FastPath& fast_path() {
   return *state;
 }
 
-// A typed argument's value, or nothing when the general path must take the call.
+// The type number registered for the object `key` (compared by identity: a dtype object or a scalar
+// type), or 0 (kUndefined) when it is not in the table.
 int lookup(const std::vector<std::pair<PyObject*, int>>& table, PyObject* key) {
   for (const auto& [k, t] : table) {
     if (k == key) return t;
@@ -1246,7 +1247,7 @@ PyMethodDef fast_path_methods[] = {
      nullptr},
 };
 
-// The dict of dtype objects -> type numbers as a table of the objects (kept alive by the dict's owner).
+// A dict of objects -> type numbers as a table of the objects (FastPath::keep_alive holds the dicts).
 std::vector<std::pair<PyObject*, int>> object_table(const py::dict& d) {
   std::vector<std::pair<PyObject*, int>> table;
   for (const auto& [key, value] : d) table.emplace_back(key.ptr(), py::cast<int>(value));
