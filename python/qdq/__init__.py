@@ -522,6 +522,29 @@ def _result(y, yt, out):
     return _as_output(y, yt) if yt in _CODE_TYPES and yt not in _ML_DTYPE_BY_TYPE else y
 
 
+# PackedTensor's dtype names by type number, for _packed_result.
+_PACKED_NAME = {t: "float32" if t == _FLOAT else ("float64" if t == _DOUBLE else _type_name(t))
+                for t in (*_NATIVE, *_CODE_TYPES)}
+
+
+def _packed_result(data, t, shape):
+    """The PackedTensor of a packed=True result: the compiled layer's 1-D uint8 array of exactly
+    storage_bytes(t, shape) bytes and x's shape (a tuple of ints), so PackedTensor's checks would hold."""
+    p = object.__new__(PackedTensor)
+    p.data = data
+    p.dtype = _PACKED_NAME[t]
+    p.shape = shape
+    return p
+
+
+# The compiled layer's fast path takes the common forms of the three operators' arguments as they are
+# and returns NotImplemented for the rest, which the functions below then handle (module.cpp). It reads
+# these tables (and the names _type_number has resolved so far) to do exactly what _as_input, _as_out
+# and _result do for those forms.
+_qdq._set_fast_path(_RAW_TYPE_BY_DTYPE, _NATIVE_BY_DTYPE, _NATIVE_BY_SCALAR_TYPE, list(_CODE_TYPES), _TYPE_BY_NAME,
+                    _AXIS_DEFAULT, CodeArray, PackedTensor, _as_output, _packed_result, _np.float32, _np.uint8)
+
+
 def quantize_linear(x, scale, zero_point=None, *, axis=_AXIS_DEFAULT, block_size=0, saturate=True,
                     output_dtype=None, precision=None, opset=25, out=None, packed=False):
     """ONNX QuantizeLinear: y = saturate(round_half_even(x / scale) + zero_point).
@@ -535,6 +558,10 @@ def quantize_linear(x, scale, zero_point=None, *, axis=_AXIS_DEFAULT, block_size
     ``out=`` (an array of the result's type and shape, C-contiguous) writes into it and returns it;
     with ``packed=True`` returns a PackedTensor (ONNX's raw_data, sub-byte types never unpacked).
     """
+    y = _qdq._fast_quantize_linear(x, scale, zero_point, axis, block_size, saturate, output_dtype, precision, opset,
+                                   out, packed)
+    if y is not NotImplemented:
+        return y
     attrs = {}
     _common_attributes(attrs, axis, block_size, output_dtype)
     if saturate is True:
@@ -571,6 +598,9 @@ def dequantize_linear(x, scale, zero_point=None, *, axis=_AXIS_DEFAULT, block_si
     (opset >= 23): the result's type, by default the scale's. x may be a PackedTensor (e.g. a
     model's raw_data), read without unpacking. ``out=``: write into this array and return it.
     """
+    y = _qdq._fast_dequantize_linear(x, scale, zero_point, axis, block_size, output_dtype, opset, out)
+    if y is not NotImplemented:
+        return y
     attrs = {}
     _common_attributes(attrs, axis, block_size, output_dtype)
     if type(opset) is not int:
@@ -589,6 +619,9 @@ def dynamic_quantize_linear(x, *, opset=11, out=None):
     y_zero_point a numpy.uint8 (ONNX's rank-0 tensors). ``out=``: a uint8 array of x's shape that
     receives y (and is returned as y).
     """
+    result = _qdq._fast_dynamic_quantize_linear(x, opset, out)
+    if result is not NotImplemented:
+        return result
     opset = _int_arg(opset, "opset")
     xa, xt = _as_input(x, "x")
     y, scale, zero_point = _qdq.dynamic_quantize_linear(xa, xt, opset, _as_out(out))

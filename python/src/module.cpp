@@ -36,6 +36,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -93,7 +94,11 @@ py::dtype storage_dtype(DataType type) {
   switch (info.kind) {
     case TypeKind::kFloat: return bits == 32 ? py::dtype::of<float>() : py::dtype::of<double>();
     case TypeKind::kMiniFloat:
-      if (type == DataType::kFloat16) return py::dtype("float16");  // the one narrow float NumPy has
+      if (type == DataType::kFloat16) {  // the one narrow float NumPy has (NPY_HALF = 23)
+        PyObject* half = py::detail::npy_api::get().PyArray_DescrFromType_(23);
+        if (half == nullptr) throw py::error_already_set();
+        return py::reinterpret_steal<py::dtype>(half);
+      }
       return integer(bits, false);
     case TypeKind::kExponent: return integer(bits, false);
     case TypeKind::kInteger: return integer(bits, info.is_signed);
@@ -181,12 +186,19 @@ QDQ_PY_VECTOR_CLONES QDQ_PY_FLATTEN bool check_and_pack(const uint8_t* items, ui
 // Whether every one of `count` bytes, read as int8 (Signed) or uint8, is a `Bits`-bit value: then the
 // bytes are an int8/uint8 tensor of the same values (what DequantizeLinear reads of a sub-byte
 // integer tensor). An ml_dtypes int4 array fails where it keeps a negative value's code in the low
-// bits only (0x0F for -1); a qdq result or a CodeArray passes.
+// bits only (0x0F for -1); a qdq result or a CodeArray passes. Checked in chunks, so that such an
+// array (whose first chunk almost always holds a negative value) costs a chunk, not a pass.
 QDQ_PY_VECTOR_CLONES bool items_are_values(const uint8_t* items, uint64_t count, int bits, bool signed_values) {
-  if (bits == 4) {
-    return signed_values ? !any_out_of_range<4, true>(items, count) : !any_out_of_range<4, false>(items, count);
+  constexpr uint64_t kChunk = 4096;
+  for (uint64_t start = 0; start < count; start += kChunk) {
+    const uint64_t n = std::min(kChunk, count - start);
+    const uint8_t* chunk = items + start;
+    const bool bad =
+        bits == 4 ? (signed_values ? any_out_of_range<4, true>(chunk, n) : any_out_of_range<4, false>(chunk, n))
+                  : (signed_values ? any_out_of_range<2, true>(chunk, n) : any_out_of_range<2, false>(chunk, n));
+    if (bad) return false;
   }
-  return signed_values ? !any_out_of_range<2, true>(items, count) : !any_out_of_range<2, false>(items, count);
+  return true;
 }
 
 // unpack_all_codes, compiled for the vector targets.
@@ -340,13 +352,35 @@ class Buffer {
   size_t capacity_ = 0;
 };
 
-// A new C-contiguous array of `dtype` and `dims` whose memory comes from the pool and goes back to it
-// when the array and every view of it are gone (below the pool's size, NumPy's own memory: its
-// allocator is cheaper than a capsule-owned block). Call with the GIL held.
+// Results smaller than this are NumPy's own memory: its allocator is cheaper than a capsule-owned
+// block. Larger ones are 64-byte aligned (NumPy aligns to 16 bytes): the kernels' vector stores then
+// never straddle two cache lines, which at 64 Ki float32 results made a call ~1.3x slower.
+constexpr size_t kMinAlignedResult = size_t{16} << 10;
+
+// A new writeable C-contiguous ndarray of `dtype` and `dims` over `data` (owned by `base`, whose
+// reference it takes), or over memory NumPy allocates (data null). What py::array's constructor does,
+// without its strides vector and container copies (a tenth of a small call's instructions).
+py::array new_c_array(const py::dtype& dtype, const std::vector<py::ssize_t>& dims, void* data, py::object base) {
+  const auto& api = py::detail::npy_api::get();
+  PyObject* array = api.PyArray_NewFromDescr_(
+      api.PyArray_Type_, dtype.inc_ref().ptr(), static_cast<int>(dims.size()),
+      reinterpret_cast<Py_intptr_t*>(const_cast<py::ssize_t*>(dims.data())), nullptr, data,
+      data != nullptr ? py::detail::npy_api::NPY_ARRAY_WRITEABLE_ : 0, nullptr);  // steals the dtype
+  if (array == nullptr) throw py::error_already_set();
+  auto result = py::reinterpret_steal<py::array>(array);
+  if (data != nullptr && api.PyArray_SetBaseObject_(array, base.release().ptr()) != 0) {  // steals base
+    throw py::error_already_set();
+  }
+  return result;
+}
+
+// A new C-contiguous array of `dtype` and `dims` whose memory comes from the pool (64-byte aligned)
+// and goes back to it when the array and every view of it are gone (below kMinAlignedResult, NumPy's
+// own memory). Call with the GIL held.
 py::array pooled_array(const py::dtype& dtype, const std::vector<py::ssize_t>& dims) {
   size_t bytes = static_cast<size_t>(dtype.itemsize());
   for (py::ssize_t d : dims) bytes *= static_cast<size_t>(d);
-  if (bytes < BlockPool::kMinPooled) return py::array(dtype, dims);
+  if (bytes < kMinAlignedResult) return new_c_array(dtype, dims, nullptr, py::object());
   struct Owned {
     void* data;
     size_t capacity;
@@ -363,7 +397,7 @@ py::array pooled_array(const py::dtype& dtype, const std::vector<py::ssize_t>& d
     BlockPool::instance().give(o->data, o->capacity);
     delete o;
   });
-  return py::array(dtype, dims, std::vector<py::ssize_t>{}, owned->data, base);
+  return new_c_array(dtype, dims, owned->data, std::move(base));
 }
 
 // An input tensor: a borrowed view of a numpy array, or of a packed copy for sub-byte types.
@@ -432,8 +466,10 @@ struct Input {
     const int bits = qdq::bit_width(view.type);
     packed = Buffer(view.size_bytes + 1);  // +1: never a zero-size buffer
     bool ok;
-    {
+    if (count >= kReleaseGilItems) {
       py::gil_scoped_release release;
+      ok = check_and_pack(items, count, bits, signed_items, check_items, packed.get());
+    } else {  // shorter than releasing and taking back the GIL (a zero point, a small tensor)
       ok = check_and_pack(items, count, bits, signed_items, check_items, packed.get());
     }
     if (!ok) throw_bad_item();
@@ -519,7 +555,7 @@ struct Output {
     view.size_bytes = spec.size_bytes;
     if (packed_result) {
       if (!out.is_none()) throw py::type_error("out= and packed=True cannot be combined");
-      array = pooled_array(py::dtype("uint8"), {static_cast<py::ssize_t>(spec.size_bytes)});
+      array = pooled_array(py::dtype::of<uint8_t>(), {static_cast<py::ssize_t>(spec.size_bytes)});
       view.data = array.mutable_data();
       return;
     }
@@ -715,10 +751,11 @@ Attributes make_attributes(const py::dict& attributes, int64_t opset, const char
   return attrs;
 }
 
-py::tuple quantize_linear(const py::object& x, int64_t x_type, const py::object& scale, int64_t scale_type,
-                          const py::object& zero_point, int64_t zero_point_type, const py::dict& attributes,
-                          int64_t opset, const py::object& out, bool packed) {
-  const auto attrs = make_attributes<qdq::QuantizeLinearAttributes>(attributes, opset, "QuantizeLinear");
+// QuantizeLinear on arrays in this module's conventions; out: None or (array, type number). The
+// attributes come parsed (from the dict of quantize_linear or the fast path's arguments).
+py::tuple quantize_linear_with(const qdq::QuantizeLinearAttributes& attrs, const py::object& x, int64_t x_type,
+                               const py::object& scale, int64_t scale_type, const py::object& zero_point,
+                               int64_t zero_point_type, const py::object& out, bool packed) {
   Input xi(x, to_type(x_type), "x");
   Input si(scale, to_type(scale_type), "scale");
   std::optional<Input> zi;
@@ -754,10 +791,10 @@ py::tuple quantize_linear(const py::object& x, int64_t x_type, const py::object&
   return py::make_tuple(y.array, static_cast<int>(y.type));
 }
 
-py::tuple dequantize_linear(const py::object& x, int64_t x_type, const py::object& scale, int64_t scale_type,
-                            const py::object& zero_point, int64_t zero_point_type, const py::dict& attributes,
-                            int64_t opset, const py::object& out) {
-  const auto attrs = make_attributes<qdq::DequantizeLinearAttributes>(attributes, opset, "DequantizeLinear");
+// DequantizeLinear on arrays in this module's conventions, as quantize_linear_with.
+py::tuple dequantize_linear_with(const qdq::DequantizeLinearAttributes& attrs, const py::object& x, int64_t x_type,
+                                 const py::object& scale, int64_t scale_type, const py::object& zero_point,
+                                 int64_t zero_point_type, const py::object& out) {
   Input xi(x, to_type(x_type), "x", /*defer_packing=*/true);
   Input si(scale, to_type(scale_type), "scale");
   std::optional<Input> zi;
@@ -833,6 +870,20 @@ py::tuple dequantize_linear(const py::object& x, int64_t x_type, const py::objec
   }
   if (bad_item) xi.throw_bad_item();
   return py::make_tuple(y.array, static_cast<int>(y.type));
+}
+
+py::tuple quantize_linear(const py::object& x, int64_t x_type, const py::object& scale, int64_t scale_type,
+                          const py::object& zero_point, int64_t zero_point_type, const py::dict& attributes,
+                          int64_t opset, const py::object& out, bool packed) {
+  const auto attrs = make_attributes<qdq::QuantizeLinearAttributes>(attributes, opset, "QuantizeLinear");
+  return quantize_linear_with(attrs, x, x_type, scale, scale_type, zero_point, zero_point_type, out, packed);
+}
+
+py::tuple dequantize_linear(const py::object& x, int64_t x_type, const py::object& scale, int64_t scale_type,
+                            const py::object& zero_point, int64_t zero_point_type, const py::dict& attributes,
+                            int64_t opset, const py::object& out) {
+  const auto attrs = make_attributes<qdq::DequantizeLinearAttributes>(attributes, opset, "DequantizeLinear");
+  return dequantize_linear_with(attrs, x, x_type, scale, scale_type, zero_point, zero_point_type, out);
 }
 
 // Median seconds of one call of the library's operator alone, as `qdq bench` times it: the tensors
@@ -914,6 +965,293 @@ py::array unpack(const py::object& bytes, int64_t type, const std::vector<int64_
     std::copy(src, src + in.view.size_bytes, items);
   }
   return result;
+}
+
+// --- the fast path of qdq.quantize_linear, dequantize_linear and dynamic_quantize_linear ---------
+//
+// At tens of thousands of elements a call's fixed cost was a large part of it: the Python layer's
+// argument handling and pybind11's dispatch cost about as much as an 8-bit kernel. These functions take
+// the public functions' arguments as they are (METH_FASTCALL, no pybind11 dispatch), handle the common
+// forms (plain C-contiguous arrays whose dtype object is one the Python layer registered, NumPy
+// scalars, CodeArray and PackedTensor inputs, plain ints for attributes, known type names) and return
+// NotImplemented for anything else, which the Python layer then handles itself: every error message
+// and every unusual argument stays with the one general path, and both reach the same
+// quantize_linear_with / dequantize_linear_with calls with the same values.
+
+// What the Python layer registers once at import (_set_fast_path); read with the GIL held.
+struct FastPath {
+  bool ready = false;
+  std::vector<std::pair<PyObject*, int>> raw_dtypes;     // dtype object -> type (NumPy's and ml_dtypes')
+  std::vector<std::pair<PyObject*, int>> native_dtypes;  // dtype object -> type (NumPy's only)
+  std::vector<std::pair<PyObject*, int>> scalar_types;   // np.float32, ... -> type
+  std::vector<bool> code_type;                           // by type number: a type NumPy lacks
+  py::object type_by_name;  // the Python layer's dict of resolved type names (it keeps filling it)
+  py::object axis_default, code_array, packed_tensor, as_output, make_packed, float32, uint8;
+  py::object keep_alive;  // the registered tables, whose keys raw_dtypes and the others point at
+};
+
+FastPath& fast_path() {
+  static auto* state = new FastPath;  // never destroyed: outlives the interpreter's teardown
+  return *state;
+}
+
+// The type number registered for the object `key` (compared by identity: a dtype object or a scalar
+// type), or 0 (kUndefined) when it is not in the table.
+int lookup(const std::vector<std::pair<PyObject*, int>>& table, PyObject* key) {
+  for (const auto& [k, t] : table) {
+    if (k == key) return t;
+  }
+  return 0;
+}
+
+// An exact int (not a bool, not an int subclass) that fits int64_t.
+bool exact_int(PyObject* o, int64_t* value) {
+  if (!PyLong_CheckExact(o)) return false;
+  int overflow = 0;
+  const long long v = PyLong_AsLongLongAndOverflow(o, &overflow);
+  if (overflow != 0 || (v == -1 && PyErr_Occurred())) {
+    PyErr_Clear();
+    return false;
+  }
+  *value = v;
+  return true;
+}
+
+// A type given as output_dtype or precision: 0 (absent), a type number, or -1 (general path).
+int64_t type_argument(PyObject* o) {
+  if (o == Py_None) return 0;
+  int64_t v;
+  if (exact_int(o, &v)) return v == 0 || (qdq::is_known_data_type(static_cast<int32_t>(v)) && v >= 1 && v <= 26 &&
+                                          v != 8 && v != 14 && v != 15) ? v : -1;
+  if (PyUnicode_CheckExact(o)) {
+    PyObject* t = PyDict_GetItemWithError(fast_path().type_by_name.ptr(), o);  // borrowed
+    if (t != nullptr && exact_int(t, &v)) return v;
+    PyErr_Clear();
+  }
+  return -1;
+}
+
+bool c_contiguous_aligned(PyObject* a) {
+  constexpr int kFlags = py::detail::npy_api::NPY_ARRAY_C_CONTIGUOUS_ | py::detail::npy_api::NPY_ARRAY_ALIGNED_;
+  return (py::detail::array_proxy(a)->flags & kFlags) == kFlags;
+}
+
+// An input as the general path's _as_input gives it to the compiled layer: (array or (bytes, shape)
+// tuple, type number); type 0 when the general path must take it. raw_sub_byte as there.
+std::pair<py::object, int> fast_input(PyObject* value, bool raw_sub_byte) {
+  FastPath& fp = fast_path();
+  const auto& api = py::detail::npy_api::get();
+  PyTypeObject* kind = Py_TYPE(value);
+  if (kind == api.PyArray_Type_) {
+    const int t = lookup(raw_sub_byte ? fp.raw_dtypes : fp.native_dtypes, py::detail::array_proxy(value)->descr);
+    if (t != 0 && c_contiguous_aligned(value)) return {py::reinterpret_borrow<py::object>(value), t};
+    return {py::object(), 0};
+  }
+  if (reinterpret_cast<PyObject*>(kind) == fp.code_array.ptr()) {
+    // Its items are read as they are; the dtype must be one of NumPy's own (native) ones.
+    if (lookup(fp.native_dtypes, py::detail::array_proxy(value)->descr) == 0 || !c_contiguous_aligned(value)) {
+      return {py::object(), 0};
+    }
+    PyObject* name = PyObject_GetAttrString(value, "qdq_dtype");
+    if (name == nullptr) {
+      PyErr_Clear();
+      return {py::object(), 0};
+    }
+    const py::object owned = py::reinterpret_steal<py::object>(name);
+    PyObject* t = PyUnicode_CheckExact(name) ? PyDict_GetItemWithError(fp.type_by_name.ptr(), name) : nullptr;
+    int64_t v;
+    if (t != nullptr && exact_int(t, &v)) return {py::reinterpret_borrow<py::object>(value), static_cast<int>(v)};
+    PyErr_Clear();
+    return {py::object(), 0};
+  }
+  if (reinterpret_cast<PyObject*>(kind) == fp.packed_tensor.ptr()) {
+    if (!raw_sub_byte) return {py::object(), 0};
+    const py::object packed = py::reinterpret_borrow<py::object>(value);
+    const py::object dtype = packed.attr("dtype");
+    PyObject* t = PyUnicode_CheckExact(dtype.ptr()) ? PyDict_GetItemWithError(fp.type_by_name.ptr(), dtype.ptr())
+                                                     : nullptr;
+    int64_t v;
+    if (t == nullptr || !exact_int(t, &v)) {
+      PyErr_Clear();
+      return {py::object(), 0};
+    }
+    return {py::make_tuple(packed.attr("data"), py::list(packed.attr("shape"))), static_cast<int>(v)};
+  }
+  const int t = lookup(fp.scalar_types, reinterpret_cast<PyObject*>(kind));  // np.float32(0.02), ...
+  if (t != 0) {
+    PyObject* a = api.PyArray_FromAny_(value, nullptr, 0, 0, 0, nullptr);
+    if (a == nullptr) throw py::error_already_set();
+    return {py::reinterpret_steal<py::object>(a), t};
+  }
+  return {py::object(), 0};
+}
+
+// out= as the general path's _as_out gives it: None, or (storage view, type number); a null object
+// when the general path must take it.
+py::object fast_out(PyObject* out) {
+  if (out == Py_None) return py::none();
+  FastPath& fp = fast_path();
+  const auto& api = py::detail::npy_api::get();
+  if (Py_TYPE(out) != api.PyArray_Type_) return py::object();
+  const int t = lookup(fp.raw_dtypes, py::detail::array_proxy(out)->descr);
+  if (t == 0) return py::object();
+  if (!fp.code_type[static_cast<size_t>(t)]) return py::make_tuple(py::reinterpret_borrow<py::object>(out), t);
+  py::dtype storage = storage_dtype(static_cast<DataType>(t));
+  PyObject* view = api.PyArray_View_(out, storage.release().ptr(), nullptr);  // steals the dtype
+  if (view == nullptr) throw py::error_already_set();
+  return py::make_tuple(py::reinterpret_steal<py::object>(view), t);
+}
+
+// The general path's _result: the caller's out=, or the result in the user's representation.
+PyObject* fast_result(const py::tuple& result, PyObject* out) {
+  if (out != Py_None) {
+    Py_INCREF(out);
+    return out;
+  }
+  const int t = py::cast<int>(result[1]);
+  const size_t index = static_cast<size_t>(t);
+  if (fast_path().code_type[index] && !(index < result_dtypes().size() && result_dtypes()[index])) {
+    return fast_path().as_output(result[0], result[1]).release().ptr();
+  }
+  return py::object(result[0]).release().ptr();
+}
+
+// Runs `body` as pybind11's dispatch would: C++ exceptions become the Python exceptions the module's
+// functions raise (qdq::Error: ValueError).
+template <typename Body>
+PyObject* translated(Body&& body) {
+  try {
+    return body();
+  } catch (py::error_already_set& e) {
+    e.restore();
+  } catch (const py::builtin_exception& e) {
+    e.set_error();
+  } catch (const qdq::Error& e) {
+    PyErr_SetString(PyExc_ValueError, e.what());
+  } catch (const std::bad_alloc&) {
+    PyErr_SetString(PyExc_MemoryError, "std::bad_alloc");
+  } catch (const std::exception& e) {
+    PyErr_SetString(PyExc_RuntimeError, e.what());
+  }
+  return nullptr;
+}
+
+PyObject* not_handled() { Py_RETURN_NOTIMPLEMENTED; }
+
+// _fast_quantize_linear(x, scale, zero_point, axis, block_size, saturate, output_dtype, precision,
+// opset, out, packed): qdq.quantize_linear's result, or NotImplemented.
+PyObject* fast_quantize_linear(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
+  return translated([&]() -> PyObject* {
+    if (nargs != 11 || !fast_path().ready) return not_handled();
+    qdq::QuantizeLinearAttributes attrs;
+    int64_t v;
+    if (args[3] != fast_path().axis_default.ptr()) {
+      if (!exact_int(args[3], &v)) return not_handled();
+      attrs.axis = v;
+    }
+    if (!exact_int(args[4], &v)) return not_handled();
+    if (v != 0) attrs.block_size = v;
+    if (args[5] == Py_False) {
+      attrs.saturate = 0;
+    } else if (args[5] != Py_True) {
+      if (!exact_int(args[5], &v)) return not_handled();
+      if (v != 1) attrs.saturate = v;
+    }
+    const int64_t output_dtype = type_argument(args[6]);
+    const int64_t precision = type_argument(args[7]);
+    if (output_dtype < 0 || precision < 0 || !exact_int(args[8], &v)) return not_handled();
+    if (output_dtype != 0) attrs.output_dtype = output_dtype;
+    if (precision != 0) attrs.precision = precision;
+    attrs.opset = v;
+    if (args[10] != Py_True && args[10] != Py_False) return not_handled();
+    const bool packed = args[10] == Py_True;
+    auto [x, xt] = fast_input(args[0], true);
+    if (xt == 0) return not_handled();
+    auto [s, st] = fast_input(args[1], true);
+    if (st == 0) return not_handled();
+    py::object z = py::none();
+    int zt = 0;
+    if (args[2] != Py_None) {
+      std::tie(z, zt) = fast_input(args[2], true);
+      if (zt == 0) return not_handled();
+    }
+    const py::object out = fast_out(args[9]);
+    if (!out) return not_handled();
+    const py::tuple result = quantize_linear_with(attrs, x, xt, s, st, z, zt, out, packed);
+    if (packed) {
+      const py::object shape = py::isinstance<py::tuple>(x) ? py::tuple(py::cast<py::tuple>(x)[1])
+                                                            : py::tuple(py::cast<py::array>(x).attr("shape"));
+      return fast_path().make_packed(result[0], result[1], shape).release().ptr();
+    }
+    return fast_result(result, args[9]);
+  });
+}
+
+// _fast_dequantize_linear(x, scale, zero_point, axis, block_size, output_dtype, opset, out):
+// qdq.dequantize_linear's result, or NotImplemented.
+PyObject* fast_dequantize_linear(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
+  return translated([&]() -> PyObject* {
+    if (nargs != 8 || !fast_path().ready) return not_handled();
+    qdq::DequantizeLinearAttributes attrs;
+    int64_t v;
+    if (args[3] != fast_path().axis_default.ptr()) {
+      if (!exact_int(args[3], &v)) return not_handled();
+      attrs.axis = v;
+    }
+    if (!exact_int(args[4], &v)) return not_handled();
+    if (v != 0) attrs.block_size = v;
+    const int64_t output_dtype = type_argument(args[5]);
+    if (output_dtype < 0 || !exact_int(args[6], &v)) return not_handled();
+    if (output_dtype != 0) attrs.output_dtype = output_dtype;
+    attrs.opset = v;
+    auto [x, xt] = fast_input(args[0], true);
+    if (xt == 0) return not_handled();
+    auto [s, st] = fast_input(args[1], true);
+    if (st == 0) return not_handled();
+    py::object z = py::none();
+    int zt = 0;
+    if (args[2] != Py_None) {
+      std::tie(z, zt) = fast_input(args[2], true);
+      if (zt == 0) return not_handled();
+    }
+    const py::object out = fast_out(args[7]);
+    if (!out) return not_handled();
+    return fast_result(dequantize_linear_with(attrs, x, xt, s, st, z, zt, out), args[7]);
+  });
+}
+
+// _fast_dynamic_quantize_linear(x, opset, out): qdq.dynamic_quantize_linear's result, or
+// NotImplemented.
+PyObject* fast_dynamic_quantize_linear(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
+  return translated([&]() -> PyObject* {
+    if (nargs != 3 || !fast_path().ready) return not_handled();
+    int64_t opset;
+    if (!exact_int(args[1], &opset)) return not_handled();
+    auto [x, xt] = fast_input(args[0], false);
+    if (xt == 0) return not_handled();
+    const py::object out = fast_out(args[2]);
+    if (!out) return not_handled();
+    const py::tuple r = dynamic_quantize_linear(x, xt, opset, out);
+    const py::object y = args[2] == Py_None ? py::object(r[0]) : py::reinterpret_borrow<py::object>(args[2]);
+    return py::make_tuple(y, fast_path().float32(r[1]), fast_path().uint8(r[2])).release().ptr();
+  });
+}
+
+PyMethodDef fast_path_methods[] = {
+    {"_fast_quantize_linear", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(&fast_quantize_linear)),
+     METH_FASTCALL, nullptr},
+    {"_fast_dequantize_linear", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(&fast_dequantize_linear)),
+     METH_FASTCALL, nullptr},
+    {"_fast_dynamic_quantize_linear",
+     reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(&fast_dynamic_quantize_linear)), METH_FASTCALL,
+     nullptr},
+};
+
+// A dict of objects -> type numbers as a table of the objects (FastPath::keep_alive holds the dicts).
+std::vector<std::pair<PyObject*, int>> object_table(const py::dict& d) {
+  std::vector<std::pair<PyObject*, int>> table;
+  for (const auto& [key, value] : d) table.emplace_back(key.ptr(), py::cast<int>(value));
+  return table;
 }
 
 #ifdef QDQ_PYTHON_WITH_ONNX
@@ -1057,6 +1395,33 @@ PYBIND11_MODULE(_qdq, m) {
     }
     result_dtypes().swap(table);
   });
+  m.def("_set_fast_path", [](const py::dict& raw_dtypes, const py::dict& native_dtypes, const py::dict& scalar_types,
+                             const std::vector<int>& code_types, const py::dict& type_by_name,
+                             const py::object& axis_default, const py::object& code_array,
+                             const py::object& packed_tensor, const py::object& as_output,
+                             const py::object& make_packed, const py::object& float32, const py::object& uint8) {
+    FastPath& fp = fast_path();
+    fp.raw_dtypes = object_table(raw_dtypes);
+    fp.native_dtypes = object_table(native_dtypes);
+    fp.scalar_types = object_table(scalar_types);
+    fp.code_type.assign(32, false);
+    for (int t : code_types) fp.code_type.at(static_cast<size_t>(to_type(t))) = true;
+    fp.type_by_name = type_by_name;
+    fp.axis_default = axis_default;
+    fp.code_array = code_array;
+    fp.packed_tensor = packed_tensor;
+    fp.as_output = as_output;
+    fp.make_packed = make_packed;
+    fp.float32 = float32;
+    fp.uint8 = uint8;
+    fp.keep_alive = py::make_tuple(raw_dtypes, native_dtypes, scalar_types);
+    fp.ready = true;
+  });
+  for (PyMethodDef& def : fast_path_methods) {
+    PyObject* function = PyCFunction_NewEx(&def, nullptr, m.attr("__name__").ptr());
+    if (function == nullptr) throw py::error_already_set();
+    m.add_object(def.ml_name, py::reinterpret_steal<py::object>(function));
+  }
   m.def("operator_version", &qdq::quantize_linear_version);
 #ifdef QDQ_PYTHON_WITH_ONNX
   m.def("load_tensor", &load_tensor, py::arg("path"));
