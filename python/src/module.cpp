@@ -193,9 +193,9 @@ QDQ_PY_VECTOR_CLONES bool items_are_values(const uint8_t* items, uint64_t count,
   for (uint64_t start = 0; start < count; start += kChunk) {
     const uint64_t n = std::min(kChunk, count - start);
     const uint8_t* chunk = items + start;
-    const bool bad =
-        bits == 4 ? (signed_values ? any_out_of_range<4, true>(chunk, n) : any_out_of_range<4, false>(chunk, n))
-                  : (signed_values ? any_out_of_range<2, true>(chunk, n) : any_out_of_range<2, false>(chunk, n));
+    const bool bad = bits == 4
+                         ? (signed_values ? any_out_of_range<4, true>(chunk, n) : any_out_of_range<4, false>(chunk, n))
+                         : (signed_values ? any_out_of_range<2, true>(chunk, n) : any_out_of_range<2, false>(chunk, n));
     if (bad) return false;
   }
   return true;
@@ -1021,8 +1021,11 @@ bool exact_int(PyObject* o, int64_t* value) {
 int64_t type_argument(PyObject* o) {
   if (o == Py_None) return 0;
   int64_t v;
-  if (exact_int(o, &v)) return v == 0 || (qdq::is_known_data_type(static_cast<int32_t>(v)) && v >= 1 && v <= 26 &&
-                                          v != 8 && v != 14 && v != 15) ? v : -1;
+  if (exact_int(o, &v))
+    return v == 0 || (qdq::is_known_data_type(static_cast<int32_t>(v)) && v >= 1 && v <= 26 && v != 8 && v != 14 &&
+                      v != 15)
+               ? v
+               : -1;
   if (PyUnicode_CheckExact(o)) {
     PyObject* t = PyDict_GetItemWithError(fast_path().type_by_name.ptr(), o);  // borrowed
     if (t != nullptr && exact_int(t, &v)) return v;
@@ -1068,8 +1071,8 @@ std::pair<py::object, int> fast_input(PyObject* value, bool raw_sub_byte) {
     if (!raw_sub_byte) return {py::object(), 0};
     const py::object packed = py::reinterpret_borrow<py::object>(value);
     const py::object dtype = packed.attr("dtype");
-    PyObject* t = PyUnicode_CheckExact(dtype.ptr()) ? PyDict_GetItemWithError(fp.type_by_name.ptr(), dtype.ptr())
-                                                     : nullptr;
+    PyObject* t =
+        PyUnicode_CheckExact(dtype.ptr()) ? PyDict_GetItemWithError(fp.type_by_name.ptr(), dtype.ptr()) : nullptr;
     int64_t v;
     if (t == nullptr || !exact_int(t, &v)) {
       PyErr_Clear();
@@ -1395,28 +1398,28 @@ PYBIND11_MODULE(_qdq, m) {
     }
     result_dtypes().swap(table);
   });
-  m.def("_set_fast_path", [](const py::dict& raw_dtypes, const py::dict& native_dtypes, const py::dict& scalar_types,
-                             const std::vector<int>& code_types, const py::dict& type_by_name,
-                             const py::object& axis_default, const py::object& code_array,
-                             const py::object& packed_tensor, const py::object& as_output,
-                             const py::object& make_packed, const py::object& float32, const py::object& uint8) {
-    FastPath& fp = fast_path();
-    fp.raw_dtypes = object_table(raw_dtypes);
-    fp.native_dtypes = object_table(native_dtypes);
-    fp.scalar_types = object_table(scalar_types);
-    fp.code_type.assign(32, false);
-    for (int t : code_types) fp.code_type.at(static_cast<size_t>(to_type(t))) = true;
-    fp.type_by_name = type_by_name;
-    fp.axis_default = axis_default;
-    fp.code_array = code_array;
-    fp.packed_tensor = packed_tensor;
-    fp.as_output = as_output;
-    fp.make_packed = make_packed;
-    fp.float32 = float32;
-    fp.uint8 = uint8;
-    fp.keep_alive = py::make_tuple(raw_dtypes, native_dtypes, scalar_types);
-    fp.ready = true;
-  });
+  m.def("_set_fast_path",
+        [](const py::dict& raw_dtypes, const py::dict& native_dtypes, const py::dict& scalar_types,
+           const std::vector<int>& code_types, const py::dict& type_by_name, const py::object& axis_default,
+           const py::object& code_array, const py::object& packed_tensor, const py::object& as_output,
+           const py::object& make_packed, const py::object& float32, const py::object& uint8) {
+          FastPath& fp = fast_path();
+          fp.raw_dtypes = object_table(raw_dtypes);
+          fp.native_dtypes = object_table(native_dtypes);
+          fp.scalar_types = object_table(scalar_types);
+          fp.code_type.assign(32, false);
+          for (int t : code_types) fp.code_type.at(static_cast<size_t>(to_type(t))) = true;
+          fp.type_by_name = type_by_name;
+          fp.axis_default = axis_default;
+          fp.code_array = code_array;
+          fp.packed_tensor = packed_tensor;
+          fp.as_output = as_output;
+          fp.make_packed = make_packed;
+          fp.float32 = float32;
+          fp.uint8 = uint8;
+          fp.keep_alive = py::make_tuple(raw_dtypes, native_dtypes, scalar_types);
+          fp.ready = true;
+        });
   for (PyMethodDef& def : fast_path_methods) {
     PyObject* function = PyCFunction_NewEx(&def, nullptr, m.attr("__name__").ptr());
     if (function == nullptr) throw py::error_already_set();
