@@ -230,8 +230,8 @@ QDQ_PY_VECTOR_CLONES QDQ_PY_FLATTEN void unpack_codes(const uint8_t* packed, int
 // free, so a loop that calls an operator and drops the result would fault in a whole new output each
 // time. Blocks of at least kMinPooled bytes are 2 MiB-aligned and advised for transparent huge pages
 // (as NumPy does for its own large arrays: 4 KiB faults cost several times more), and when freed
-// they are kept, up to kMaxKept blocks and limit_ bytes together, for a later request of about their
-// size. Smaller blocks are plain heap memory (glibc reuses those itself). Thread-safe.
+// they are kept, up to kMaxKept blocks and limit_ bytes together (the ones given back last), for a
+// later request of about their size. Smaller blocks are plain heap memory (glibc reuses those itself). Thread-safe.
 class BlockPool {
  public:
   static constexpr size_t kMinPooled = size_t{1} << 20;
@@ -278,20 +278,29 @@ class BlockPool {
     return p;
   }
 
-  // Returns a block from take(); kept for reuse if the limits allow, else freed.
+  // Returns a block from take(); kept for reuse, making room by freeing the blocks given back longest
+  // ago (the sizes a loop asks for now are those it gave back last), or freed if the limit is smaller.
   void give(void* p, size_t capacity) {
     if (capacity < kMinPooled) {
       ::operator delete (p, std::align_val_t{64});
       return;
     }
+    std::vector<Kept> freed;
     {
       std::lock_guard<std::mutex> lock(mutex_);
-      if (kept_.size() < kMaxKept && kept_bytes_ + capacity <= limit_) {
+      if (capacity <= limit_) {
+        size_t oldest = 0;
+        while (kept_.size() - oldest >= kMaxKept || kept_bytes_ + capacity > limit_) {
+          kept_bytes_ -= kept_[oldest].capacity;
+          freed.push_back(kept_[oldest++]);
+        }
+        kept_.erase(kept_.begin(), kept_.begin() + static_cast<std::ptrdiff_t>(oldest));
         kept_.push_back({p, capacity});
         kept_bytes_ += capacity;
-        return;
+        p = nullptr;
       }
     }
+    for (const Kept& k : freed) std::free(k.data);
     std::free(p);
   }
 

@@ -92,3 +92,36 @@ def test_set_buffer_cache_returns_the_old_limit_and_zero_empties_the_cache():
         qdq.set_buffer_cache(-1)
     with pytest.raises(TypeError, match="int"):
         qdq.set_buffer_cache(1.5)
+
+
+def test_a_full_cache_makes_room_for_the_block_given_back_last():
+    # A loop over a new size must not fault in a fresh block every call because older blocks of
+    # other sizes fill the cache: the one given back last is kept, the oldest freed for it.
+    small = 2 << 20  # float32 results of N elements: exactly one 2 MiB block each
+    large = 8 << 20
+    old = cache_limit(0)
+    try:
+        cache_limit(64 << 20)
+        held = [qdq.dequantize_linear(np.zeros(N, np.int8), np.float32(1)) for _ in range(8)]
+        del held
+        gc.collect()
+        full = qdq._qdq.buffer_cache_bytes()
+        assert full == 8 * small  # the eight blocks the cache keeps at most
+        y = qdq.dequantize_linear(np.zeros(4 * N, np.int8), np.float32(1))  # fits no kept block
+        del y
+        gc.collect()
+        assert qdq._qdq.buffer_cache_bytes() == full - small + large
+        cache_limit(10 << 20)  # room for the large block and one small one
+        assert qdq._qdq.buffer_cache_bytes() <= 10 << 20
+        y = qdq.dequantize_linear(np.zeros(4 * N, np.int8), np.float32(1))  # takes the large block
+        del y
+        gc.collect()
+        assert qdq._qdq.buffer_cache_bytes() >= large
+        cache_limit(large - 1)  # smaller than the large block: it is not kept, nor does it evict others
+        kept = qdq._qdq.buffer_cache_bytes()
+        y = qdq.dequantize_linear(np.zeros(4 * N, np.int8), np.float32(1))
+        del y
+        gc.collect()
+        assert qdq._qdq.buffer_cache_bytes() == kept
+    finally:
+        cache_limit(old)
