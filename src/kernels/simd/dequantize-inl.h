@@ -1,5 +1,5 @@
 // Vectorised DequantizeLinear kernels, compiled once per Highway target by each dequantize_<family>.cc
-// (one small unit per input family; the kernels are listed in dequantize_kernels.inc). Each equals
+// (one small unit per input type, from family_unit.cc.in; the kernels: dequantize_kernels.inc). Each equals
 // dequantize_scalar bit for bit: x − zero point exactly (int32; |difference| < 2^17 so its float32
 // conversion is exact) or in float32 (FLOAT4E2M1), one float32 product with the scale, one rounding
 // to the output type with the same encoder as the scalar kernel.

@@ -1,5 +1,5 @@
 // Vectorised QuantizeLinear kernels, compiled once per Highway target by each quantize_<family>.cc
-// (one small unit per output family; the kernels themselves are listed in quantize_kernels.inc).
+// (one small unit per output type, from family_unit.cc.in; the kernels are listed in quantize_kernels.inc).
 // Each kernel equals quantize_scalar bit for bit: the same two stages (the quotient in the division
 // type P, then the output type's rule), evaluated lane-wise with exact vector forms of the scalar
 // operations.
