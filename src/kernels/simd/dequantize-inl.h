@@ -1,5 +1,5 @@
 // Vectorised DequantizeLinear kernels, compiled once per Highway target by each dequantize_<family>.cc
-// (one small unit per input family; the kernels are listed in dequantize_kernels.inc). Each equals
+// (one small unit per input type, from family_unit.cc.in; the kernels: dequantize_kernels.inc). Each equals
 // dequantize_scalar bit for bit: x − zero point exactly (int32; |difference| < 2^17 so its float32
 // conversion is exact) or in float32 (FLOAT4E2M1), one float32 product with the scale, one rounding
 // to the output type with the same encoder as the scalar kernel.
@@ -247,9 +247,10 @@ template <T Y>
 constexpr int64_t kOutputBytesPer = TypeTraits<Y>::kBits / 8;
 
 /// Elements [begin, end) (begin a multiple of 4) of any plan, chunk by chunk; `stream`: y's whole
-/// lines with non-temporal stores.
+/// lines with non-temporal stores. Out of line: the kernel calls it for up to three ranges, and each
+/// inlined copy would be the whole general path again.
 template <T X, T Y>
-HWY_INLINE void DequantizeGeneral(const DequantizeCall& c, void* y, int64_t begin, int64_t end, bool stream) {
+HWY_NOINLINE void DequantizeGeneral(const DequantizeCall& c, void* y, int64_t begin, int64_t end, bool stream) {
   constexpr int kBits = InBits(X);
   HWY_ALIGN uint8_t codes[kBits < 8 ? kChunk : 1];
   HWY_ALIGN uint8_t stage[kChunk * kOutputBytesPer<Y>];  // streaming: a chunk's bytes of y
@@ -325,9 +326,10 @@ HWY_INLINE void DequantizeGeneral(const DequantizeCall& c, void* y, int64_t begi
 /// Elements [begin, end) of a UniformBlocks plan, begin and end multiples of the block size: block
 /// k uses parameter k. Pieces of whole blocks (or of one block, for blocks longer than a chunk)
 /// load their parameters a vector at a time, then each block runs with its scale in a register.
-/// `stream`: y's whole lines with non-temporal stores.
+/// `stream`: y's whole lines with non-temporal stores. Out of line, as DequantizeGeneral is, so that
+/// the kernel's frame holds neither path's buffers while the other runs.
 template <T X, T Y>
-HWY_INLINE void DequantizeUniformBlocks(const DequantizeCall& c, void* y, int64_t begin, int64_t end, bool stream) {
+HWY_NOINLINE void DequantizeUniformBlocks(const DequantizeCall& c, void* y, int64_t begin, int64_t end, bool stream) {
   constexpr int kBits = InBits(X);
   const DF df;
   const DI di;

@@ -1,7 +1,7 @@
-// The body of every quantize_<family>.cc and dequantize_<family>.cc: the family's chooser per Highway
-// target, and (once) the family's family_kernel<> specialisation (families.hpp). No include guard: it
-// is meant to be included once per target by a unit that has included its direction's -inl.h and
-// defined QDQ_SIMD_FAMILY as its family, e.g. QuantizeFamily::kInt8.
+// The body of every quantize_<family>.cc and dequantize_<family>.cc (written from family_unit.cc.in):
+// the family's chooser per Highway target, and (once) the family's family_kernel<> specialisation
+// (families.hpp). No include guard: it is meant to be included once per target by a unit that has
+// included its direction's -inl.h and defined QDQ_SIMD_FAMILY as its family, e.g. QuantizeFamily::kInt8.
 #ifndef QDQ_SIMD_FAMILY
 #error "define QDQ_SIMD_FAMILY (a family of quantize_kernels.inc or dequantize_kernels.inc) first"
 #endif

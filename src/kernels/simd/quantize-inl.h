@@ -1,5 +1,5 @@
 // Vectorised QuantizeLinear kernels, compiled once per Highway target by each quantize_<family>.cc
-// (one small unit per output family; the kernels themselves are listed in quantize_kernels.inc).
+// (one small unit per output type, from family_unit.cc.in; the kernels are listed in quantize_kernels.inc).
 // Each kernel equals quantize_scalar bit for bit: the same two stages (the quotient in the division
 // type P, then the output type's rule), evaluated lane-wise with exact vector forms of the scalar
 // operations.
@@ -398,10 +398,11 @@ constexpr int64_t OutputBytes(int64_t count) {
 }
 
 /// Elements [begin, end) (begin a multiple of 4) of any plan, chunk by chunk; `reciprocal` as in
-/// QuantizeBroadcast; `stream`: y's whole lines with non-temporal stores.
+/// QuantizeBroadcast; `stream`: y's whole lines with non-temporal stores. Out of line: the kernel
+/// calls it for up to three ranges, and each inlined copy would be the whole general path again.
 template <T X, T P, T Y>
-HWY_INLINE void QuantizeGeneral(const QuantizeCall& c, void* y, int64_t begin, int64_t end, bool reciprocal,
-                                bool stream) {
+HWY_NOINLINE void QuantizeGeneral(const QuantizeCall& c, void* y, int64_t begin, int64_t end, bool reciprocal,
+                                  bool stream) {
   constexpr int kBits = OutBits(Y);
   constexpr bool kPacked = kBits < 8;
   HWY_ALIGN uint8_t stage[OutputBytes<Y>(kChunk)];  // streaming: a chunk's bytes of y
@@ -487,10 +488,11 @@ HWY_INLINE void QuantizeGeneral(const QuantizeCall& c, void* y, int64_t begin, i
 /// Elements [begin, end) of a UniformBlocks plan, begin and end multiples of the block size: block
 /// k (elements [k·B, (k + 1)·B)) uses parameter k. The parameters are loaded a vector at a time,
 /// then each block is one broadcast run of whole groups, packed in registers for 2/4-bit y.
-/// `stream`: y's whole lines with non-temporal stores.
+/// `stream`: y's whole lines with non-temporal stores. Out of line, as QuantizeGeneral is, so that
+/// the kernel's frame holds neither path's buffers while the other runs.
 template <T X, T P, T Y>
-HWY_INLINE void QuantizeUniformBlocks(const QuantizeCall& c, void* y, int64_t begin, int64_t end, bool reciprocal,
-                                      bool stream) {
+HWY_NOINLINE void QuantizeUniformBlocks(const QuantizeCall& c, void* y, int64_t begin, int64_t end, bool reciprocal,
+                                        bool stream) {
   const DF df;
   const DI di;
   const int64_t block = c.plan.block;
@@ -508,8 +510,9 @@ HWY_INLINE void QuantizeUniformBlocks(const QuantizeCall& c, void* y, int64_t be
   const auto run = [&](int64_t first, int64_t count, const BroadcastParams& b) {
     while (count > 0) {
       const int64_t n = stream ? std::min(count, kChunk - staged) : count;
-      QuantizeBroadcast<X, P, Y, true>(c, first, n, b, stream ? stage + OutputBytes<Y>(staged) : OutputAt<Y>(y, first),
-                                       reciprocal);
+      // The general path's run (packing in registers for 2/4-bit y), not another inlined copy of it.
+      QuantizeRun<X, P, Y, (OutBits(Y) < 8)>(
+          c, first, n, b, stream ? stage + OutputBytes<Y>(staged) : OutputAt<Y>(y, first), reciprocal);
       first += n;
       count -= n;
       if (stream) {
