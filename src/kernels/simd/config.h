@@ -8,6 +8,15 @@
 #define HWY_DISABLED_TARGETS (HWY_SSSE3 | HWY_AVX3_DL)
 #endif
 
+// Forces a lambda of a kernel's loop inline (HWY_INLINE's attribute, which lambdas cannot take as a
+// prefix): GCC otherwise may keep a per-vector lambda out of line once its loop has several callers,
+// which at AVX2 halved float8 quantize.
+#if defined(__GNUC__) || defined(__clang__)
+#define QDQ_INLINE_LAMBDA __attribute__((always_inline))
+#else
+#define QDQ_INLINE_LAMBDA
+#endif
+
 #include "hwy/detect_compiler_arch.h"  // HWY_ARCH_*; highway.h itself comes after foreach_target.h
 
 // Highway's portable baseline (HWY_SCALAR, or EMU128) gets no kernels: the scalar reference kernels

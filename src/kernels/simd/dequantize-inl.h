@@ -110,7 +110,7 @@ HWY_INLINE void DequantizeLoop(const DequantizeCall& c, const void* src, int64_t
   const int64_t lanes = static_cast<int64_t>(hn::Lanes(df));
   constexpr int kBits = InBits(X);
   const bool has_zp = c.zero_point != nullptr;
-  const auto value = [&](int64_t k, size_t n) -> VF {
+  const auto value = [&](int64_t k, size_t n) QDQ_INLINE_LAMBDA -> VF {
     if constexpr (IsIntegerIn(X)) {
       return hn::ConvertTo(df, hn::Sub(LoadInt<kBits, IsSignedIn(X)>(src, src_index + k, n), zero_point(k, n)));
     } else {
@@ -152,8 +152,8 @@ template <T X, T Y>
 HWY_INLINE void DequantizeRunWith(const DequantizeCall& c, const void* src, int64_t src_index, int64_t first,
                                   int64_t count, VF scale, VI zp, VF zpf, void* y) {
   DequantizeLoop<X, Y>(
-      c, src, src_index, first, count, y, [&](int64_t, size_t) { return scale; }, [&](int64_t, size_t) { return zp; },
-      [&](int64_t, size_t) { return zpf; });
+      c, src, src_index, first, count, y, [&](int64_t, size_t) QDQ_INLINE_LAMBDA { return scale; },
+      [&](int64_t, size_t) QDQ_INLINE_LAMBDA { return zp; }, [&](int64_t, size_t) QDQ_INLINE_LAMBDA { return zpf; });
 }
 
 /// DequantizeRunWith for a run whose scale and zero point are parameter `param`.
@@ -189,26 +189,26 @@ HWY_INLINE void LoadDequantizeParams(const DequantizeCall& c, int64_t first, int
     if (has_zp) UnpackCodes<kBits>(static_cast<const uint8_t*>(c.zero_point), first, count, zp_codes);
   }
   WithScaleType(c.scale_type, [&](auto scale_type) {
-    ForEachVector(count, [&](int64_t k, size_t n) {
+    ForEachVector(count, [&](int64_t k, size_t n) QDQ_INLINE_LAMBDA {
       hn::StoreU(ScaleForOutput<Y>(LoadScaleAsFloat<decltype(scale_type)::value>(c.scale, first + k, n)), df,
                  scale + k);
     });
   });
   if constexpr (IsIntegerIn(X)) {
     if (!has_zp) {
-      ForEachVector(count, [&](int64_t k, size_t) { hn::StoreU(hn::Zero(di), di, zero_point + k); });
+      ForEachVector(count, [&](int64_t k, size_t) QDQ_INLINE_LAMBDA { hn::StoreU(hn::Zero(di), di, zero_point + k); });
     } else if constexpr (kBits < 8) {
-      ForEachVector(count, [&](int64_t k, size_t n) {
+      ForEachVector(count, [&](int64_t k, size_t n) QDQ_INLINE_LAMBDA {
         hn::StoreU(LoadInt<kBits, IsSignedIn(X)>(zp_codes, k, n), di, zero_point + k);
       });
     } else {
-      ForEachVector(count, [&](int64_t k, size_t n) {
+      ForEachVector(count, [&](int64_t k, size_t n) QDQ_INLINE_LAMBDA {
         hn::StoreU(LoadInt<kBits, IsSignedIn(X)>(c.zero_point, first + k, n), di, zero_point + k);
       });
     }
   }
   if constexpr (has_float_zero_point(X)) {
-    ForEachVector(count, [&](int64_t k, size_t n) {
+    ForEachVector(count, [&](int64_t k, size_t n) QDQ_INLINE_LAMBDA {
       hn::StoreU(has_zp ? DecodeX<X>(LoadCodes(zp_codes + k, n)) : hn::Zero(df), df, float_zero_point + k);
     });
   }
@@ -222,9 +222,10 @@ HWY_INLINE void DequantizeExpanded(const DequantizeCall& c, const void* src, int
   const DF df;
   const DI di;
   DequantizeLoop<X, Y>(
-      c, src, src_index, first, count, y, [&](int64_t k, size_t) { return hn::Load(df, e.scale + k); },
-      [&](int64_t k, size_t) { return hn::Load(di, e.zero_point + k); },
-      [&](int64_t k, size_t) { return hn::Load(df, e.float_zero_point + k); });
+      c, src, src_index, first, count, y,
+      [&](int64_t k, size_t) QDQ_INLINE_LAMBDA { return hn::Load(df, e.scale + k); },
+      [&](int64_t k, size_t) QDQ_INLINE_LAMBDA { return hn::Load(di, e.zero_point + k); },
+      [&](int64_t k, size_t) QDQ_INLINE_LAMBDA { return hn::Load(df, e.float_zero_point + k); });
 }
 
 /// Dequantizes elements [first, first + count) of one segment whose parameters step by one through
@@ -237,9 +238,10 @@ HWY_INLINE void DequantizeInPlace(const DequantizeCall& c, const void* src, int6
   const bool zp_used = IsIntegerIn(X) || has_float_zero_point(X);
   const InPlaceParams<InBits(X), IsSignedIn(X)> p(c.scale, zp_used ? c.zero_point : nullptr, param, count);
   DequantizeLoop<X, Y>(
-      c, src, src_index, first, count, y, [&](int64_t k, size_t n) { return ScaleForOutput<Y>(p.Scale(k, n)); },
-      [&](int64_t k, size_t n) { return p.ZeroPoint(k, n); },
-      [&](int64_t k, size_t n) { return p.FloatZeroPoint(k, n); });
+      c, src, src_index, first, count, y,
+      [&](int64_t k, size_t n) QDQ_INLINE_LAMBDA { return ScaleForOutput<Y>(p.Scale(k, n)); },
+      [&](int64_t k, size_t n) QDQ_INLINE_LAMBDA { return p.ZeroPoint(k, n); },
+      [&](int64_t k, size_t n) QDQ_INLINE_LAMBDA { return p.FloatZeroPoint(k, n); });
 }
 
 /// Bytes of y per element.
@@ -396,9 +398,9 @@ HWY_NOINLINE void DequantizeVectorBlocks(const DequantizeCall& c, void* y, int64
       src_index = 0;
     }
     DequantizeLoop<X, Y>(
-        c, src, src_index, piece, count, y, [&](int64_t k, size_t n) { return params.Scale(k, n); },
-        [&](int64_t k, size_t n) { return params.ZeroPoint(k, n); },
-        [&](int64_t k, size_t n) { return params.FloatZeroPoint(k, n); });
+        c, src, src_index, piece, count, y, [&](int64_t k, size_t n) QDQ_INLINE_LAMBDA { return params.Scale(k, n); },
+        [&](int64_t k, size_t n) QDQ_INLINE_LAMBDA { return params.ZeroPoint(k, n); },
+        [&](int64_t k, size_t n) QDQ_INLINE_LAMBDA { return params.FloatZeroPoint(k, n); });
   }
 }
 

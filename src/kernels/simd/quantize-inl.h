@@ -269,11 +269,13 @@ HWY_INLINE void QuantizeLoop(const QuantizeCall& c, int64_t first, int64_t count
   constexpr int64_t kBytesPer = kBits >= 8 ? kBits / 8 : (kPackInRegisters ? 0 : 1);  // packed: see below
   const int64_t lanes = static_cast<int64_t>(hn::Lanes(DF()));
   const size_t full = static_cast<size_t>(lanes);
-  const auto quotient = [&](int64_t k, size_t n) {
+  const auto quotient = [&](int64_t k, size_t n) QDQ_INLINE_LAMBDA {
     return RoundQuotient<P>(route.Quotient(LoadDividend<X>(c.x, first + k, n), params.Scale(k, n)));
   };
-  const auto code = [&](int64_t k) { return OutputCodes<Y, true>(c, quotient(k, full), params, k, full); };
-  const auto code_of = [&](VF q, int64_t k) { return OutputCodes<Y, true>(c, RoundQuotient<P>(q), params, k, full); };
+  const auto code = [&](int64_t k)
+                        QDQ_INLINE_LAMBDA { return OutputCodes<Y, true>(c, quotient(k, full), params, k, full); };
+  const auto code_of = [&](VF q, int64_t k)
+                           QDQ_INLINE_LAMBDA { return OutputCodes<Y, true>(c, RoundQuotient<P>(q), params, k, full); };
   int64_t i = 0;
   for (; i + 4 * lanes <= count; i += 4 * lanes) {
     uint8_t* const dst = kBytesPer != 0 ? out + i * kBytesPer : out + i * kBits / 8;
@@ -366,26 +368,26 @@ HWY_INLINE void LoadQuantizeParams(const QuantizeCall& c, int64_t first, int64_t
     if (has_zp) UnpackCodes<OutBits(Y)>(static_cast<const uint8_t*>(c.zero_point), first, count, zp_codes);
   }
   WithScaleType(c.scale_type, [&](auto scale_type) {
-    ForEachVector(count, [&](int64_t k, size_t n) {
+    ForEachVector(count, [&](int64_t k, size_t n) QDQ_INLINE_LAMBDA {
       hn::StoreU(LoadScale<decltype(scale_type)::value, P>(c.scale, first + k, n), df, divisor + k);
     });
   });
   if constexpr (IsIntegerOut(Y)) {
     if (!has_zp) {
-      ForEachVector(count, [&](int64_t k, size_t) { hn::StoreU(hn::Zero(di), di, zero_point + k); });
+      ForEachVector(count, [&](int64_t k, size_t) QDQ_INLINE_LAMBDA { hn::StoreU(hn::Zero(di), di, zero_point + k); });
     } else if constexpr (kPackedZeroPoint) {
-      ForEachVector(count, [&](int64_t k, size_t n) {
+      ForEachVector(count, [&](int64_t k, size_t n) QDQ_INLINE_LAMBDA {
         hn::StoreU(LoadInt<OutBits(Y), IsSignedOut(Y)>(zp_codes, k, n), di, zero_point + k);
       });
     } else {
-      ForEachVector(count, [&](int64_t k, size_t n) {
+      ForEachVector(count, [&](int64_t k, size_t n) QDQ_INLINE_LAMBDA {
         hn::StoreU(LoadInt<OutBits(Y), IsSignedOut(Y)>(c.zero_point, first + k, n), di, zero_point + k);
       });
     }
   }
   if constexpr (has_float_zero_point(Y)) {
     using F = typename TypeTraits<Y>::Format;
-    ForEachVector(count, [&](int64_t k, size_t n) {
+    ForEachVector(count, [&](int64_t k, size_t n) QDQ_INLINE_LAMBDA {
       hn::StoreU(has_zp ? DecodeF<F>(LoadCodes(zp_codes + k, n)) : hn::Zero(df), df, float_zero_point + k);
     });
   }
