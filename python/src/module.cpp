@@ -1098,6 +1098,22 @@ std::pair<py::object, int> fast_input(PyObject* value, bool raw_sub_byte) {
   return {py::object(), 0};
 }
 
+// The x, scale and zero point (args[0..2], the zero point None where absent) of QuantizeLinear and
+// DequantizeLinear as fast_input gives them; false where the general path must take any of them.
+struct FastOperands {
+  py::object x, s, z = py::none();
+  int xt = 0, st = 0, zt = 0;
+};
+bool fast_operands(PyObject* const* args, FastOperands* o) {
+  std::tie(o->x, o->xt) = fast_input(args[0], true);
+  if (o->xt == 0) return false;
+  std::tie(o->s, o->st) = fast_input(args[1], true);
+  if (o->st == 0) return false;
+  if (args[2] == Py_None) return true;
+  std::tie(o->z, o->zt) = fast_input(args[2], true);
+  return o->zt != 0;
+}
+
 // out= as the general path's _as_out gives it: None, or (storage view, type number); a null object
 // when the general path must take it.
 py::object fast_out(PyObject* out) {
@@ -1177,22 +1193,14 @@ PyObject* fast_quantize_linear(PyObject*, PyObject* const* args, Py_ssize_t narg
     attrs.opset = v;
     if (args[10] != Py_True && args[10] != Py_False) return not_handled();
     const bool packed = args[10] == Py_True;
-    auto [x, xt] = fast_input(args[0], true);
-    if (xt == 0) return not_handled();
-    auto [s, st] = fast_input(args[1], true);
-    if (st == 0) return not_handled();
-    py::object z = py::none();
-    int zt = 0;
-    if (args[2] != Py_None) {
-      std::tie(z, zt) = fast_input(args[2], true);
-      if (zt == 0) return not_handled();
-    }
+    FastOperands o;
+    if (!fast_operands(args, &o)) return not_handled();
     const py::object out = fast_out(args[9]);
     if (!out) return not_handled();
-    const py::tuple result = quantize_linear_with(attrs, x, xt, s, st, z, zt, out, packed);
+    const py::tuple result = quantize_linear_with(attrs, o.x, o.xt, o.s, o.st, o.z, o.zt, out, packed);
     if (packed) {
-      const py::object shape = py::isinstance<py::tuple>(x) ? py::tuple(py::cast<py::tuple>(x)[1])
-                                                            : py::tuple(py::cast<py::array>(x).attr("shape"));
+      const py::object shape = py::isinstance<py::tuple>(o.x) ? py::tuple(py::cast<py::tuple>(o.x)[1])
+                                                              : py::tuple(py::cast<py::array>(o.x).attr("shape"));
       return fast_path().make_packed(result[0], result[1], shape).release().ptr();
     }
     return fast_result(result, args[9]);
@@ -1216,19 +1224,11 @@ PyObject* fast_dequantize_linear(PyObject*, PyObject* const* args, Py_ssize_t na
     if (output_dtype < 0 || !exact_int(args[6], &v)) return not_handled();
     if (output_dtype != 0) attrs.output_dtype = output_dtype;
     attrs.opset = v;
-    auto [x, xt] = fast_input(args[0], true);
-    if (xt == 0) return not_handled();
-    auto [s, st] = fast_input(args[1], true);
-    if (st == 0) return not_handled();
-    py::object z = py::none();
-    int zt = 0;
-    if (args[2] != Py_None) {
-      std::tie(z, zt) = fast_input(args[2], true);
-      if (zt == 0) return not_handled();
-    }
+    FastOperands o;
+    if (!fast_operands(args, &o)) return not_handled();
     const py::object out = fast_out(args[7]);
     if (!out) return not_handled();
-    return fast_result(dequantize_linear_with(attrs, x, xt, s, st, z, zt, out), args[7]);
+    return fast_result(dequantize_linear_with(attrs, o.x, o.xt, o.s, o.st, o.z, o.zt, out), args[7]);
   });
 }
 

@@ -228,6 +228,8 @@ class SimdKernelsTest : public testing::TestWithParam<std::string> {
   template <class Call>
   void expect_target_matches_scalar(const Call& call, int64_t n, const std::vector<int64_t>& bounds,
                                     const std::string& what);
+  void expect_per_tensor_matches_scalar(const std::vector<float>& xs, float scale, T y_type, bool with_zp,
+                                        std::mt19937& rng, const std::string& what);
   void check_quantize(T x_type, T scale_type, T y_type, const Shape& shape, int64_t axis, int64_t block, bool saturate,
                       bool with_zp, std::mt19937& rng, bool one_task = false);
   void check_dequantize(T x_type, T scale_type, T y_type, const Shape& shape, int64_t axis, int64_t block, bool with_zp,
@@ -282,6 +284,27 @@ void SimdKernelsTest::expect_target_matches_scalar(const Call& call, int64_t n, 
     ASSERT_TRUE(std::all_of(y + call.y_bytes, buffer.data() + buffer.size(), [](uint8_t b) { return b == 0xA5; }))
         << what;
   }
+}
+
+/// Float32 x quantized per tensor by `scale` to y_type (with a random zero point if with_zp), the
+/// target's kernel against the scalar one in random tasks.
+void SimdKernelsTest::expect_per_tensor_matches_scalar(const std::vector<float>& xs, float scale, T y_type,
+                                                       bool with_zp, std::mt19937& rng, const std::string& what) {
+  const auto n = static_cast<int64_t>(xs.size());
+  const Shape shape{n};
+  const Tensor x{T::kFloat, shape, make_float_tensor(T::kFloat, xs)};
+  const Tensor s{T::kFloat, {}, make_float_tensor(T::kFloat, {scale})};
+  const Tensor zp{y_type, {}, random_bytes(y_type, 1, rng)};
+  QuantizeLinearAttributes attributes;
+  attributes.opset = 25;
+  attributes.output_dtype = static_cast<int64_t>(y_type);
+  const TensorView xv = x.view();
+  const TensorView sv = s.view();
+  const TensorView zv = zp.view();
+  const QuantizeCall call = plan_quantize(attributes, xv, sv, with_zp ? &zv : nullptr);
+  expect_target_matches_scalar(call, n, task_bounds(n, rng),
+                               describe(T::kFloat, T::kFloat, y_type, shape, -1, 0, true, with_zp) +
+                                   " scale=" + std::to_string(scale) + " " + what);
 }
 
 /// Runs the scalar kernel and the target's kernel on one QuantizeLinear call; expects equal bytes.
@@ -986,20 +1009,7 @@ TEST_P(SimdKernelsTest, ReciprocalRoutesMatchScalarNearHalfIntegers) {
                       T::kFloat8E4M3FN, T::kFloat8E5M2, T::kFloat8E4M3FNUZ, T::kFloat4E2M1}) {
       for (const bool with_zp : {false, true}) {
         if (with_zp && !is_quantized_integer(y)) continue;
-        const Shape shape{n};
-        const Tensor x{T::kFloat, shape, make_float_tensor(T::kFloat, xs)};
-        const Tensor s{T::kFloat, {}, make_float_tensor(T::kFloat, {scale})};
-        const Tensor zp{y, {}, random_bytes(y, 1, rng)};
-        QuantizeLinearAttributes attributes;
-        attributes.opset = 25;
-        attributes.output_dtype = static_cast<int64_t>(y);
-        const TensorView xv = x.view();
-        const TensorView sv = s.view();
-        const TensorView zv = zp.view();
-        const QuantizeCall call = plan_quantize(attributes, xv, sv, with_zp ? &zv : nullptr);
-        expect_target_matches_scalar(call, n, task_bounds(n, rng),
-                                     describe(T::kFloat, T::kFloat, y, shape, -1, 0, true, with_zp) +
-                                         " scale=" + std::to_string(scale) + " route reciprocal");
+        expect_per_tensor_matches_scalar(xs, scale, y, with_zp, rng, "route reciprocal");
       }
     }
   }
@@ -1032,24 +1042,10 @@ TEST_P(SimdKernelsTest, ReciprocalRoutesKeepNearHalvesBesideNaNs) {
       xs[block + static_cast<size_t>(b)] = specials[xs.size() / 64 % 3];
     }
   }
-  const auto n = static_cast<int64_t>(xs.size());
   const simd::ScopedQuotientRoute forced(simd::QuotientRoute::kReciprocal);
   for (const T y : {T::kInt8, T::kUint8, T::kInt4, T::kUint4, T::kInt2, T::kUint2}) {
     for (const bool with_zp : {false, true}) {
-      const Shape shape{n};
-      const Tensor x{T::kFloat, shape, make_float_tensor(T::kFloat, xs)};
-      const Tensor s{T::kFloat, {}, make_float_tensor(T::kFloat, {scale})};
-      const Tensor zp{y, {}, random_bytes(y, 1, rng)};
-      QuantizeLinearAttributes attributes;
-      attributes.opset = 25;
-      attributes.output_dtype = static_cast<int64_t>(y);
-      const TensorView xv = x.view();
-      const TensorView sv = s.view();
-      const TensorView zv = zp.view();
-      const QuantizeCall call = plan_quantize(attributes, xv, sv, with_zp ? &zv : nullptr);
-      expect_target_matches_scalar(call, n, task_bounds(n, rng),
-                                   describe(T::kFloat, T::kFloat, y, shape, -1, 0, true, with_zp) +
-                                       " route reciprocal, NaNs beside near-halves");
+      expect_per_tensor_matches_scalar(xs, scale, y, with_zp, rng, "route reciprocal, NaNs beside near-halves");
     }
   }
   expect_compared(12);
