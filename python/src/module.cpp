@@ -75,6 +75,26 @@ bool is_signed_sub_byte(DataType type) {
 // it back.
 constexpr uint64_t kReleaseGilItems = uint64_t{1} << 18;
 
+// Operator calls on fewer elements than this keep the GIL while the library computes: releasing and
+// retaking it costs ~340 instructions (callgrind), a few percent of a call of a few thousand elements
+// and under 1% of one of 64 Ki, which other Python threads may then overlap.
+constexpr uint64_t kReleaseGilElements = uint64_t{1} << 16;
+
+// Releases the GIL for its scope where `release` (py::gil_scoped_release without pybind11's
+// bookkeeping, and conditional); the library's exceptions pass through it with the GIL retaken.
+class GilRelease {
+ public:
+  explicit GilRelease(bool release) : state_(release ? PyEval_SaveThread() : nullptr) {}
+  GilRelease(const GilRelease&) = delete;
+  GilRelease& operator=(const GilRelease&) = delete;
+  ~GilRelease() {
+    if (state_ != nullptr) PyEval_RestoreThread(state_);
+  }
+
+ private:
+  PyThreadState* state_;
+};
+
 /// The NumPy dtype that holds one element (or, for packed and narrow float types, one code) of
 /// `type`, from the type list: floats with a NumPy type as themselves, integers as the integer of
 /// their width (packed ones one per int8/uint8), other narrow codes as the unsigned integer of theirs.
@@ -133,6 +153,38 @@ DataType to_type(int64_t value) {
 }
 
 std::vector<int64_t> shape_of(const py::array& a) { return std::vector<int64_t>(a.shape(), a.shape() + a.ndim()); }
+
+// An input's dimensions, copied from its array (whose own may change once the GIL is released) into
+// inline storage for the usual ranks: no heap allocation (and free) per input view.
+// Not copyable or movable: views point into it.
+class Dims {
+ public:
+  static constexpr size_t kInline = 8;
+  Dims() = default;
+  Dims(const Dims&) = delete;
+  Dims& operator=(const Dims&) = delete;
+
+  template <typename Int>
+  void assign(const Int* dims, size_t rank) {
+    size_ = rank;
+    if (rank <= kInline) {
+      std::copy(dims, dims + rank, inline_);
+      data_ = inline_;
+    } else {
+      heap_.assign(dims, dims + rank);
+      data_ = heap_.data();
+    }
+  }
+  std::span<const int64_t> span() const { return {data_, size_}; }
+  operator std::span<const int64_t>() const { return span(); }  // NOLINT: used as a view's shape
+  std::vector<int64_t> vector() const { return {data_, data_ + size_}; }
+
+ private:
+  int64_t inline_[kInline] = {};
+  std::vector<int64_t> heap_;
+  const int64_t* data_ = inline_;
+  size_t size_ = 0;
+};
 
 // The passes over one-code-per-byte arrays are compiled for AVX-512 and AVX2 as well as the baseline,
 // chosen at load time (GCC/Clang function multiversioning): the module is built for the baseline
@@ -369,11 +421,18 @@ constexpr size_t kMinAlignedResult = size_t{16} << 10;
 // A new writeable C-contiguous ndarray of `dtype` and `dims` over `data` (owned by `base`, whose
 // reference it takes), or over memory NumPy allocates (data null). What py::array's constructor does,
 // without its strides vector and container copies (a tenth of a small call's instructions).
-py::array new_c_array(const py::dtype& dtype, const std::vector<py::ssize_t>& dims, void* data, py::object base) {
+py::array new_c_array(const py::dtype& dtype, std::span<const int64_t> dims, void* data, py::object base) {
   const auto& api = py::detail::npy_api::get();
+  std::vector<Py_intptr_t> converted;  // only where NumPy's dimension type is not int64_t
+  Py_intptr_t* dim_data;
+  if constexpr (std::is_same_v<Py_intptr_t, int64_t>) {
+    dim_data = const_cast<Py_intptr_t*>(dims.data());  // NumPy copies them
+  } else {
+    converted.assign(dims.begin(), dims.end());
+    dim_data = converted.data();
+  }
   PyObject* array = api.PyArray_NewFromDescr_(
-      api.PyArray_Type_, dtype.inc_ref().ptr(), static_cast<int>(dims.size()),
-      reinterpret_cast<Py_intptr_t*>(const_cast<py::ssize_t*>(dims.data())), nullptr, data,
+      api.PyArray_Type_, dtype.inc_ref().ptr(), static_cast<int>(dims.size()), dim_data, nullptr, data,
       data != nullptr ? py::detail::npy_api::NPY_ARRAY_WRITEABLE_ : 0, nullptr);  // steals the dtype
   if (array == nullptr) throw py::error_already_set();
   auto result = py::reinterpret_steal<py::array>(array);
@@ -386,9 +445,9 @@ py::array new_c_array(const py::dtype& dtype, const std::vector<py::ssize_t>& di
 // A new C-contiguous array of `dtype` and `dims` whose memory comes from the pool (64-byte aligned)
 // and goes back to it when the array and every view of it are gone (below kMinAlignedResult, NumPy's
 // own memory). Call with the GIL held.
-py::array pooled_array(const py::dtype& dtype, const std::vector<py::ssize_t>& dims) {
+py::array pooled_array(const py::dtype& dtype, std::span<const int64_t> dims) {
   size_t bytes = static_cast<size_t>(dtype.itemsize());
-  for (py::ssize_t d : dims) bytes *= static_cast<size_t>(d);
+  for (int64_t d : dims) bytes *= static_cast<size_t>(d);
   if (bytes < kMinAlignedResult) return new_c_array(dtype, dims, nullptr, py::object());
   struct Owned {
     void* data;
@@ -409,14 +468,18 @@ py::array pooled_array(const py::dtype& dtype, const std::vector<py::ssize_t>& d
   return new_c_array(dtype, dims, owned->data, std::move(base));
 }
 
+// A null py::array, to be assigned later. py::array's default constructor makes a new empty NumPy
+// array (a third of a small call's instructions went to four of them, made and freed unused).
+py::array no_array() { return py::reinterpret_steal<py::array>(py::handle()); }
+
 // An input tensor: a borrowed view of a numpy array, or of a packed copy for sub-byte types.
 // Built with the GIL held; the view stays valid while `array` (kept here) lives.
 //   `source` is a numpy array in the module's conventions (module comment), an ml_dtypes sub-byte
 //   array (numpy kind 'V': the low bits of each byte are the code, as ml_dtypes stores it), or a
 //   tuple (uint8 array of ONNX's packed bytes, shape) for a tensor given as its raw_data.
 struct Input {
-  py::array array;  // keeps the buffer alive
-  std::vector<int64_t> shape;
+  py::array array = no_array();  // keeps the buffer alive
+  Dims shape;
   Buffer packed;  // sub-byte types given unpacked only
   qdq::TensorView view;
 
@@ -435,7 +498,7 @@ struct Input {
     }
     array = py::reinterpret_borrow<py::array>(source);
     if (!py::isinstance<py::array>(source)) throw py::type_error(std::string(what) + ": expected a NumPy array");
-    shape = shape_of(array);
+    shape.assign(array.shape(), static_cast<size_t>(array.ndim()));
     if (!(array.flags() & py::array::c_style)) {
       throw py::type_error(std::string(what) + ": the array must be C-contiguous");
     }
@@ -525,8 +588,9 @@ struct Input {
     if (!array || array.itemsize() != 1 || !(array.flags() & py::array::c_style)) {
       throw py::type_error(std::string(what) + ": packed bytes must be a C-contiguous 8-bit array");
     }
-    shape = py::cast<std::vector<int64_t>>(t[1]);
-    for (int64_t d : shape) {
+    const auto dims = py::cast<std::vector<int64_t>>(t[1]);
+    shape.assign(dims.data(), dims.size());
+    for (int64_t d : dims) {
       if (d < 0) throw py::value_error(std::string(what) + ": negative dimension " + std::to_string(d));
     }
     const uint64_t count = qdq::element_count(shape);
@@ -550,8 +614,8 @@ struct Input {
 // `packed_result`, a new 1-D uint8 array of ONNX's packed bytes (raw_data) written by the library.
 struct Output {
   DataType type;
-  std::vector<int64_t> shape;
-  py::array array;
+  std::span<const int64_t> shape;  // the spec's, which the caller keeps while this lives
+  py::array array = no_array();
   uint8_t* items = nullptr;  // array's buffer, taken while the GIL is held
   Buffer packed;
   bool unpack = false;
@@ -564,7 +628,8 @@ struct Output {
     view.size_bytes = spec.size_bytes;
     if (packed_result) {
       if (!out.is_none()) throw py::type_error("out= and packed=True cannot be combined");
-      array = pooled_array(py::dtype::of<uint8_t>(), {static_cast<py::ssize_t>(spec.size_bytes)});
+      const int64_t bytes[1] = {static_cast<int64_t>(spec.size_bytes)};
+      array = pooled_array(py::dtype::of<uint8_t>(), bytes);
       view.data = array.mutable_data();
       return;
     }
@@ -579,8 +644,7 @@ struct Output {
       array = py::reinterpret_borrow<py::array>(given[0]);
       check_out(array);
     } else {
-      std::vector<py::ssize_t> dims(shape.begin(), shape.end());
-      array = pooled_array(result_dtype(type), dims);
+      array = pooled_array(result_dtype(type), shape);
     }
     items = static_cast<uint8_t*>(array.mutable_data());
     unpack = is_sub_byte(type);
@@ -612,10 +676,12 @@ struct Output {
       throw py::type_error("out: expected an array of " + py::cast<std::string>(want.attr("name")) + " items for " +
                            qdq::data_type_name(type) + ", got " + py::cast<std::string>(a.dtype().attr("name")));
     }
-    if (shape_of(a) != shape) {
+    const std::span<const int64_t> given(reinterpret_cast<const int64_t*>(a.shape()), static_cast<size_t>(a.ndim()));
+    static_assert(sizeof(py::ssize_t) == sizeof(int64_t));
+    if (!std::equal(given.begin(), given.end(), shape.begin(), shape.end())) {
       // Appended piece by piece: `separator + std::to_string(d)` made GCC 12 report a false
       // -Wstringop-overflow in that operator+.
-      const auto join = [](const std::vector<int64_t>& dims) {
+      const auto join = [](std::span<const int64_t> dims) {
         std::string text;
         for (int64_t d : dims) {
           if (!text.empty()) text += ", ";
@@ -760,21 +826,29 @@ Attributes make_attributes(const py::dict& attributes, int64_t opset, const char
   return attrs;
 }
 
+// An operator's result: the array (new, or the caller's out=) and the ONNX type it holds.
+struct Result {
+  py::array array;
+  DataType type;
+  py::tuple tuple() const { return py::make_tuple(array, static_cast<int>(type)); }
+};
+
 // QuantizeLinear on arrays in this module's conventions; out: None or (array, type number). The
 // attributes come parsed (from the dict of quantize_linear or the fast path's arguments).
-py::tuple quantize_linear_with(const qdq::QuantizeLinearAttributes& attrs, const py::object& x, int64_t x_type,
-                               const py::object& scale, int64_t scale_type, const py::object& zero_point,
-                               int64_t zero_point_type, const py::object& out, bool packed) {
+Result quantize_linear_with(const qdq::QuantizeLinearAttributes& attrs, const py::object& x, int64_t x_type,
+                            const py::object& scale, int64_t scale_type, const py::object& zero_point,
+                            int64_t zero_point_type, const py::object& out, bool packed) {
   Input xi(x, to_type(x_type), "x");
   Input si(scale, to_type(scale_type), "scale");
   std::optional<Input> zi;
   if (!zero_point.is_none()) zi.emplace(zero_point, to_type(zero_point_type), "zero_point");
   const qdq::TensorView* zv = zi ? &zi->view : nullptr;
-  Output y(qdq::quantize_linear_output(attrs, xi.view, si.view, zv), out, packed);
+  const qdq::TensorSpec spec = qdq::quantize_linear_output(attrs, xi.view, si.view, zv);
+  Output y(spec, out, packed);
   const ChunkPlan plan =
       y.unpack ? ChunkPlan(xi.view, si.view, zv, attrs.axis, attrs.block_size, qdq::bit_width(y.type)) : ChunkPlan();
   {
-    py::gil_scoped_release release;
+    const GilRelease gil(qdq::element_count(xi.shape) >= kReleaseGilElements);
     if (plan.step == 0) {
       y.prepare_whole();
       qdq::quantize_linear(attrs, xi.view, si.view, zv, y.view, execution_options());
@@ -797,13 +871,13 @@ py::tuple quantize_linear_with(const qdq::QuantizeLinearAttributes& attrs, const
       }
     }
   }
-  return py::make_tuple(y.array, static_cast<int>(y.type));
+  return {std::move(y.array), y.type};
 }
 
 // DequantizeLinear on arrays in this module's conventions, as quantize_linear_with.
-py::tuple dequantize_linear_with(const qdq::DequantizeLinearAttributes& attrs, const py::object& x, int64_t x_type,
-                                 const py::object& scale, int64_t scale_type, const py::object& zero_point,
-                                 int64_t zero_point_type, const py::object& out) {
+Result dequantize_linear_with(const qdq::DequantizeLinearAttributes& attrs, const py::object& x, int64_t x_type,
+                              const py::object& scale, int64_t scale_type, const py::object& zero_point,
+                              int64_t zero_point_type, const py::object& out) {
   Input xi(x, to_type(x_type), "x", /*defer_packing=*/true);
   Input si(scale, to_type(scale_type), "scale");
   std::optional<Input> zi;
@@ -828,10 +902,10 @@ py::tuple dequantize_linear_with(const qdq::DequantizeLinearAttributes& attrs, c
     if (x8 && (!zi || z8)) {
       Output y(spec, out, false);
       {
-        py::gil_scoped_release release;
+        const GilRelease gil(x8->size_bytes >= kReleaseGilElements);
         qdq::dequantize_linear(attrs, *x8, si.view, z8 ? &*z8 : nullptr, y.view, execution_options());
       }
-      return py::make_tuple(y.array, static_cast<int>(y.type));
+      return {std::move(y.array), y.type};
     }
     xi.pack_whole();
   }
@@ -845,7 +919,7 @@ py::tuple dequantize_linear_with(const qdq::DequantizeLinearAttributes& attrs, c
   Output y(spec, out, false);
   bool bad_item = false;
   {
-    py::gil_scoped_release release;
+    const GilRelease gil(qdq::element_count(xi.shape) >= kReleaseGilElements);
     if (plan.step == 0) {
       y.prepare_whole();
       qdq::dequantize_linear(attrs, xi.view, si.view, zv, y.view, execution_options());
@@ -878,21 +952,21 @@ py::tuple dequantize_linear_with(const qdq::DequantizeLinearAttributes& attrs, c
     }
   }
   if (bad_item) xi.throw_bad_item();
-  return py::make_tuple(y.array, static_cast<int>(y.type));
+  return {std::move(y.array), y.type};
 }
 
 py::tuple quantize_linear(const py::object& x, int64_t x_type, const py::object& scale, int64_t scale_type,
                           const py::object& zero_point, int64_t zero_point_type, const py::dict& attributes,
                           int64_t opset, const py::object& out, bool packed) {
   const auto attrs = make_attributes<qdq::QuantizeLinearAttributes>(attributes, opset, "QuantizeLinear");
-  return quantize_linear_with(attrs, x, x_type, scale, scale_type, zero_point, zero_point_type, out, packed);
+  return quantize_linear_with(attrs, x, x_type, scale, scale_type, zero_point, zero_point_type, out, packed).tuple();
 }
 
 py::tuple dequantize_linear(const py::object& x, int64_t x_type, const py::object& scale, int64_t scale_type,
                             const py::object& zero_point, int64_t zero_point_type, const py::dict& attributes,
                             int64_t opset, const py::object& out) {
   const auto attrs = make_attributes<qdq::DequantizeLinearAttributes>(attributes, opset, "DequantizeLinear");
-  return dequantize_linear_with(attrs, x, x_type, scale, scale_type, zero_point, zero_point_type, out);
+  return dequantize_linear_with(attrs, x, x_type, scale, scale_type, zero_point, zero_point_type, out).tuple();
 }
 
 // Median seconds of one call of the library's operator alone, as `qdq bench` times it: the tensors
@@ -937,12 +1011,12 @@ py::tuple dynamic_quantize_linear(const py::object& x, int64_t x_type, int64_t o
   Input xi(x, to_type(x_type), "x");
   qdq::TensorSpec spec;
   spec.type = DataType::kUint8;
-  spec.shape = xi.shape;
+  spec.shape = xi.shape.vector();
   spec.size_bytes = qdq::element_count(xi.shape);
   Output y(spec, out, false);
   qdq::DynamicQuantizationParameters params;
   {
-    py::gil_scoped_release release;
+    const GilRelease gil(spec.size_bytes >= kReleaseGilElements);
     y.prepare_whole();
     params = qdq::dynamic_quantize_linear(xi.view, y.view, execution_options(), opset);
   }
@@ -1131,17 +1205,16 @@ py::object fast_out(PyObject* out) {
 }
 
 // The general path's _result: the caller's out=, or the result in the user's representation.
-PyObject* fast_result(const py::tuple& result, PyObject* out) {
+PyObject* fast_result(Result&& result, PyObject* out) {
   if (out != Py_None) {
     Py_INCREF(out);
     return out;
   }
-  const int t = py::cast<int>(result[1]);
-  const size_t index = static_cast<size_t>(t);
+  const auto index = static_cast<size_t>(result.type);
   if (fast_path().code_type[index] && !(index < result_dtypes().size() && result_dtypes()[index])) {
-    return fast_path().as_output(result[0], result[1]).release().ptr();
+    return fast_path().as_output(result.array, static_cast<int>(result.type)).release().ptr();
   }
-  return py::object(result[0]).release().ptr();
+  return result.array.release().ptr();
 }
 
 // Runs `body` as pybind11's dispatch would: C++ exceptions become the Python exceptions the module's
@@ -1197,13 +1270,13 @@ PyObject* fast_quantize_linear(PyObject*, PyObject* const* args, Py_ssize_t narg
     if (!fast_operands(args, &o)) return not_handled();
     const py::object out = fast_out(args[9]);
     if (!out) return not_handled();
-    const py::tuple result = quantize_linear_with(attrs, o.x, o.xt, o.s, o.st, o.z, o.zt, out, packed);
+    Result result = quantize_linear_with(attrs, o.x, o.xt, o.s, o.st, o.z, o.zt, out, packed);
     if (packed) {
       const py::object shape = py::isinstance<py::tuple>(o.x) ? py::tuple(py::cast<py::tuple>(o.x)[1])
                                                               : py::tuple(py::cast<py::array>(o.x).attr("shape"));
-      return fast_path().make_packed(result[0], result[1], shape).release().ptr();
+      return fast_path().make_packed(result.array, static_cast<int>(result.type), shape).release().ptr();
     }
-    return fast_result(result, args[9]);
+    return fast_result(std::move(result), args[9]);
   });
 }
 
@@ -1273,7 +1346,7 @@ std::vector<std::pair<PyObject*, int>> object_table(const py::dict& d) {
 py::tuple tensor_to_python(qdq::onnx::Tensor&& t) {
   std::vector<py::ssize_t> dims(t.shape.begin(), t.shape.end());
   const uint64_t count = qdq::element_count(t.shape);
-  py::array array;
+  py::array array = no_array();
   if (is_sub_byte(t.type)) {
     array = py::array(storage_dtype(t.type), dims);
     Output::finish_unpack(t.data.data(), t.type, count, static_cast<uint8_t*>(array.mutable_data()));
@@ -1302,7 +1375,7 @@ void save_tensor(const std::string& path, const py::object& array, int64_t type,
   Input in(array, to_type(type), "array");
   qdq::onnx::Tensor t;
   t.type = in.view.type;
-  t.shape = in.shape;
+  t.shape = in.shape.vector();
   t.name = name;
   const auto* bytes = static_cast<const uint8_t*>(in.view.data);
   t.data.assign(bytes, bytes + in.view.size_bytes);
