@@ -411,22 +411,18 @@ HWY_NOINLINE void DequantizeTask(const DequantizeCall& c, void* y, int64_t begin
   const int shift = VectorBlockShift(c.plan, static_cast<int64_t>(hn::Lanes(DF())));
   if (shift >= 0) {
     // Whole blocks in the middle; a partial block at either end of the task goes the general way.
-    const int64_t block = c.plan.block;
-    const int64_t lo = std::min(end, (begin + block - 1) / block * block);
-    const int64_t hi = std::max(lo, end / block * block);
-    DequantizeGeneral<X, Y>(c, y, begin, lo, stream);
-    DequantizeVectorBlocks<X, Y>(c, y, lo, hi, shift);
-    DequantizeGeneral<X, Y>(c, y, hi, end, stream);
+    const WholeBlocks whole = WholeBlocksOf(begin, end, c.plan.block, c.plan.block);
+    DequantizeGeneral<X, Y>(c, y, begin, whole.lo, stream);
+    DequantizeVectorBlocks<X, Y>(c, y, whole.lo, whole.hi, shift);
+    DequantizeGeneral<X, Y>(c, y, whole.hi, end, stream);
     return;
   }
   if (UniformBlocks(c.plan, 4 * static_cast<int64_t>(hn::Lanes(DF())))) {
     // Whole blocks in the middle; a partial block at either end of the task goes the general way.
-    const int64_t block = c.plan.block;
-    const int64_t lo = std::min(end, (begin + block - 1) / block * block);
-    const int64_t hi = std::max(lo, end / block * block);
-    DequantizeGeneral<X, Y>(c, y, begin, lo, stream);
-    DequantizeUniformBlocks<X, Y>(c, y, lo, hi, stream);
-    DequantizeGeneral<X, Y>(c, y, hi, end, stream);
+    const WholeBlocks whole = WholeBlocksOf(begin, end, c.plan.block, c.plan.block);
+    DequantizeGeneral<X, Y>(c, y, begin, whole.lo, stream);
+    DequantizeUniformBlocks<X, Y>(c, y, whole.lo, whole.hi, stream);
+    DequantizeGeneral<X, Y>(c, y, whole.hi, end, stream);
     return;
   }
   DequantizeGeneral<X, Y>(c, y, begin, end, stream);

@@ -567,21 +567,18 @@ HWY_NOINLINE void QuantizeKernelBody(const QuantizeCall& c, void* y, int64_t beg
     // general way too.
     const int64_t block = c.plan.block;
     const int64_t group = OutBits(Y) < 8 ? 4 * static_cast<int64_t>(hn::Lanes(DF())) : block;
-    const int64_t lo = std::min(end, (begin + block - 1) / block * block);
-    const int64_t hi = lo + std::max<int64_t>(0, end / block * block - lo) / group * group;
-    QuantizeGeneral<X, P, Y>(c, y, begin, lo, reciprocal, stream);
-    QuantizeVectorBlocks<X, P, Y>(c, y, lo, hi, shift);
-    QuantizeGeneral<X, P, Y>(c, y, hi, end, reciprocal, stream);
+    const WholeBlocks whole = WholeBlocksOf(begin, end, block, group);
+    QuantizeGeneral<X, P, Y>(c, y, begin, whole.lo, reciprocal, stream);
+    QuantizeVectorBlocks<X, P, Y>(c, y, whole.lo, whole.hi, shift);
+    QuantizeGeneral<X, P, Y>(c, y, whole.hi, end, reciprocal, stream);
     return;
   }
   if (UniformBlocks(c.plan, 4 * static_cast<int64_t>(hn::Lanes(DF())))) {
     // Whole blocks in the middle; a partial block at either end of the task goes the general way.
-    const int64_t block = c.plan.block;
-    const int64_t lo = std::min(end, (begin + block - 1) / block * block);
-    const int64_t hi = std::max(lo, end / block * block);
-    QuantizeGeneral<X, P, Y>(c, y, begin, lo, reciprocal, stream);
-    QuantizeUniformBlocks<X, P, Y>(c, y, lo, hi, reciprocal, stream);
-    QuantizeGeneral<X, P, Y>(c, y, hi, end, reciprocal, stream);
+    const WholeBlocks whole = WholeBlocksOf(begin, end, c.plan.block, c.plan.block);
+    QuantizeGeneral<X, P, Y>(c, y, begin, whole.lo, reciprocal, stream);
+    QuantizeUniformBlocks<X, P, Y>(c, y, whole.lo, whole.hi, reciprocal, stream);
+    QuantizeGeneral<X, P, Y>(c, y, whole.hi, end, reciprocal, stream);
     return;
   }
   QuantizeGeneral<X, P, Y>(c, y, begin, end, reciprocal, stream);
