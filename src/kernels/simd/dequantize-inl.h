@@ -21,11 +21,12 @@
 // 2/4-bit x is unpacked a chunk (or piece) at a time into a code buffer first (pack-inl.h). float8 and
 // float4 codes decode with LoadDecoded (convert-inl.h): through float16 or a register table.
 //
-// Stores (StoreMode): the paths above take `stream` at run time, DequantizeLoop does not. Normal
+// Stores (StoreMode): every path above takes `stream` at run time, DequantizeLoop does not. Normal
 // stores write y directly; streaming writes each chunk (or piece) to a stage on the stack and copies
-// it to y with non-temporal stores (StreamBytes), and the kernel fences once at the end of the task.
-// The loops index their output by `first`, so a stage that holds element `base` on is passed as y
-// with first − base. One copy of the loops serves both modes, so the units do not grow.
+// it to y with non-temporal stores (PieceOutput, StreamBytes), and the kernel fences once at the end
+// of the task. The loops index their output by `first`, so the paths pass y (or the stage) from a
+// chunk's or piece's first element `base` on, with first − base. One copy of the loops serves both
+// modes, so the units do not grow.
 //
 // Included once per Highway target (foreach_target.h), hence the toggle guard instead of #pragma once.
 #if defined(QDQ_SIMD_DEQUANTIZE_INL_H_) == defined(HWY_TARGET_TOGGLE)

@@ -25,10 +25,11 @@
 // reciprocal, which equals the division bit for bit; 2/4-bit
 // outputs not packed in registers go through a code buffer packed per chunk (pack-inl.h).
 //
-// Stores (StoreMode): the paths above take `stream` at run time, QuantizeLoop does not. Normal
-// stores write y directly; streaming writes each chunk (or kChunk elements of blocks) to a stage on
-// the stack and copies it to y with non-temporal stores (StreamBytes), and the kernel fences once at
-// the end of the task. One copy of the loops serves both, so the units do not grow.
+// Stores (StoreMode): every path above takes `stream` at run time, QuantizeLoop does not. Normal
+// stores write y directly; streaming writes each chunk (or piece, or kChunk elements of uniform
+// blocks) to a stage on the stack and copies it to y with non-temporal stores (PieceOutput,
+// StreamBytes), and the kernel fences once at the end of the task. One copy of the loops serves
+// both, so the units do not grow.
 //
 // The performance notes behind these choices are in docs/performance.md ("Quantize kernel loop").
 //

@@ -86,8 +86,8 @@ HWY_INLINE void StreamBytes(const uint8_t* src, size_t n, uint8_t* dst) {
 
 /// Where a path writes the output bytes of one chunk or piece that belong in y at `dst`: at Out(),
 /// which is dst itself or, streaming, the caller's stage (vector-aligned, room for the piece); then
-/// Finish(bytes) copies the staged bytes to dst with StreamBytes (a no-op for normal stores). One
-/// copy of the staging for every path that streams.
+/// Finish(bytes) copies the staged bytes to dst with StreamBytes (a no-op for normal stores). Not for
+/// QuantizeUniformBlocks, whose stage gathers the runs of several blocks before it is copied.
 class PieceOutput {
  public:
   PieceOutput(uint8_t* stage, bool stream, uint8_t* dst) : out_(stream ? stage : dst), dst_(dst), stream_(stream) {}
