@@ -23,6 +23,7 @@
 #include "kernels/simd/convert-inl.h"
 #include "kernels/simd/load_store-inl.h"
 #include "kernels/simd/pack-inl.h"
+#include "kernels/simd/params-inl.h"
 #include "kernels/simd/simd_kernels.hpp"
 #include "kernels/simd/vectors-inl.h"
 #include "types/float_formats.hpp"
@@ -416,8 +417,32 @@ void TestStreamBytesEveryAlignment() {
   }
 }
 
+/// WholeBlocksOf gives the split the kernels made before it was one helper, for every task of
+/// multiple-of-4 bounds up to 12 blocks of 4–64 elements, by the block and by groups of 4 vectors.
+void TestWholeBlocksOfEveryTask() {
+  const int64_t group = 4 * static_cast<int64_t>(hn::Lanes(DF()));
+  for (const int64_t block : {4, 8, 16, 32, 64}) {
+    for (int64_t begin = 0; begin <= 12 * block; begin += 4) {
+      for (int64_t end = begin; end <= 12 * block; end += 4) {
+        const int64_t lo = std::min(end, (begin + block - 1) / block * block);
+        const WholeBlocks by_block = WholeBlocksOf(begin, end, block, block);
+        ASSERT_EQ(by_block.lo, lo) << block << " " << begin << " " << end;
+        ASSERT_EQ(by_block.hi, std::max(lo, end / block * block)) << block << " " << begin << " " << end;
+        if (group % block != 0) continue;
+        const WholeBlocks by_group = WholeBlocksOf(begin, end, block, group);
+        ASSERT_EQ(by_group.lo, lo) << block << " " << begin << " " << end;
+        ASSERT_EQ(by_group.hi, lo + std::max<int64_t>(0, end / block * block - lo) / group * group)
+            << block << " " << begin << " " << end;
+        ASSERT_EQ((by_group.hi - by_group.lo) % group, 0);
+        ASSERT_LE(by_group.hi, end);
+      }
+    }
+  }
+}
+
 #else
 // Targets without kernels (config.h) have no helpers to test; these keep QDQ_SIMD_CHOOSE's names.
+void TestWholeBlocksOfEveryTask() {}
 void TestStreamBytesEveryAlignment() {}
 void TestEncodeEveryFormat() {}
 void TestEncodeHalfFastForms() {}
@@ -467,6 +492,7 @@ QDQ_SIMD_HELPER_TEST(StorePacked4EveryPattern)
 QDQ_SIMD_HELPER_TEST(SaturatingStores)
 QDQ_SIMD_HELPER_TEST(LoadIntEveryCode)
 QDQ_SIMD_HELPER_TEST(StreamBytesEveryAlignment)
+QDQ_SIMD_HELPER_TEST(WholeBlocksOfEveryTask)
 
 INSTANTIATE_TEST_SUITE_P(Targets, SimdHelpersTest, ::testing::ValuesIn(TargetBits()), TargetNameOf);
 // A CPU without any compiled target has nothing to test here.

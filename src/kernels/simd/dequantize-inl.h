@@ -21,11 +21,12 @@
 // 2/4-bit x is unpacked a chunk (or piece) at a time into a code buffer first (pack-inl.h). float8 and
 // float4 codes decode with LoadDecoded (convert-inl.h): through float16 or a register table.
 //
-// Stores (StoreMode): the paths above take `stream` at run time, DequantizeLoop does not. Normal
+// Stores (StoreMode): every path above takes `stream` at run time, DequantizeLoop does not. Normal
 // stores write y directly; streaming writes each chunk (or piece) to a stage on the stack and copies
-// it to y with non-temporal stores (StreamBytes), and the kernel fences once at the end of the task.
-// The loops index their output by `first`, so a stage that holds element `base` on is passed as y
-// with first − base. One copy of the loops serves both modes, so the units do not grow.
+// it to y with non-temporal stores (PieceOutput, StreamBytes), and the kernel fences once at the end
+// of the task. The loops index their output by `first`, so the paths pass y (or the stage) from a
+// chunk's or piece's first element `base` on, with first − base. One copy of the loops serves both
+// modes, so the units do not grow.
 //
 // Included once per Highway target (foreach_target.h), hence the toggle guard instead of #pragma once.
 #if defined(QDQ_SIMD_DEQUANTIZE_INL_H_) == defined(HWY_TARGET_TOGGLE)
@@ -248,6 +249,12 @@ HWY_INLINE void DequantizeInPlace(const DequantizeCall& c, const void* src, int6
 template <T Y>
 constexpr int64_t kOutputBytesPer = TypeTraits<Y>::kBits / 8;
 
+/// Where output element `at` starts in y.
+template <T Y>
+HWY_INLINE uint8_t* OutputAt(void* y, int64_t at) {
+  return static_cast<uint8_t*>(y) + at * kOutputBytesPer<Y>;
+}
+
 /// Elements [begin, end) (begin a multiple of 4) of any plan, chunk by chunk; `stream`: y's whole
 /// lines with non-temporal stores. Out of line: the kernel calls it for up to three ranges, and each
 /// inlined copy would be the whole general path again.
@@ -256,13 +263,6 @@ HWY_NOINLINE void DequantizeGeneral(const DequantizeCall& c, void* y, int64_t be
   constexpr int kBits = InBits(X);
   HWY_ALIGN uint8_t codes[kBits < 8 ? kChunk : 1];
   HWY_ALIGN uint8_t stage[kChunk * kOutputBytesPer<Y>];  // streaming: a chunk's bytes of y
-  // Streaming: the stage (elements [from, to)) to y at the end of each chunk.
-  const auto finish = [&](int64_t from, int64_t to) {
-    if (stream) {
-      StreamBytes(stage, static_cast<size_t>((to - from) * kOutputBytesPer<Y>),
-                  static_cast<uint8_t*>(y) + from * kOutputBytesPer<Y>);
-    }
-  };
   SegmentCursor cursor(c.plan, begin);
   // Per-axis runs along a long inner dimension keep their scale in a register; everything else that
   // is not per-tensor goes through expanded parameters.
@@ -271,8 +271,10 @@ HWY_NOINLINE void DequantizeGeneral(const DequantizeCall& c, void* y, int64_t be
   HWY_ALIGN ExpandedParams storage;  // 12 KiB of stack
   for (int64_t chunk = begin; chunk < end; chunk += kChunk) {
     const int64_t chunk_end = std::min(end, chunk + kChunk);
-    void* const out = stream ? static_cast<void*>(stage) : y;  // output element e at out[e - out_base]
-    const int64_t out_base = stream ? chunk : 0;
+    const PieceOutput piece(stage, stream, OutputAt<Y>(y, chunk));
+    const auto finish = [&] { piece.Finish(static_cast<size_t>((chunk_end - chunk) * kOutputBytesPer<Y>)); };
+    void* const out = piece.Out();  // output element e at out[e - out_base]
+    const int64_t out_base = chunk;
     if constexpr (kBits < 8) {
       // `chunk` is a multiple of 4: the chunk starts on a byte boundary.
       const int per_byte = 8 / kBits;
@@ -296,7 +298,7 @@ HWY_NOINLINE void DequantizeGeneral(const DequantizeCall& c, void* y, int64_t be
             }
           });
       if (position == chunk_end) {
-        finish(chunk, chunk_end);
+        finish();
         continue;
       }
       ExpandParams<IsIntegerIn(X), has_float_zero_point(X)>(
@@ -309,7 +311,7 @@ HWY_NOINLINE void DequantizeGeneral(const DequantizeCall& c, void* y, int64_t be
       } else {
         DequantizeExpanded<X, Y>(c, c.x, position, position - out_base, chunk_end - position, storage, out);
       }
-      finish(chunk, chunk_end);
+      finish();
       continue;
     }
     for (int64_t position = chunk; position < chunk_end;) {
@@ -321,7 +323,7 @@ HWY_NOINLINE void DequantizeGeneral(const DequantizeCall& c, void* y, int64_t be
       }
       position += s.count;
     }
-    finish(chunk, chunk_end);
+    finish();
   }
 }
 
@@ -342,8 +344,9 @@ HWY_NOINLINE void DequantizeUniformBlocks(const DequantizeCall& c, void* y, int6
   HWY_ALIGN uint8_t stage[kChunk * kOutputBytesPer<Y>];  // streaming: a piece's bytes of y (span <= kChunk)
   for (int64_t piece = begin; piece < end; piece += span) {
     const int64_t piece_end = std::min(end, piece + span);
-    void* const out = stream ? static_cast<void*>(stage) : y;  // output element e at out[e - out_base]
-    const int64_t out_base = stream ? piece : 0;
+    const PieceOutput staged(stage, stream, OutputAt<Y>(y, piece));
+    void* const out = staged.Out();  // output element e at out[e - out_base]
+    const int64_t out_base = piece;
     const int64_t first_block = piece / block;
     const int64_t blocks = (piece_end - 1) / block - first_block + 1;
     LoadDequantizeParams<X, Y>(c, first_block, blocks, params.scale, params.zero_point, params.float_zero_point);
@@ -367,22 +370,22 @@ HWY_NOINLINE void DequantizeUniformBlocks(const DequantizeCall& c, void* y, int6
       DequantizeRunWith<X, Y>(c, src, from - src_base, from - out_base, to - from, hn::Set(df, params.scale[k]), zp,
                               zpf, out);
     }
-    if (stream) {
-      StreamBytes(stage, static_cast<size_t>((piece_end - piece) * kOutputBytesPer<Y>),
-                  static_cast<uint8_t*>(y) + piece * kOutputBytesPer<Y>);
-    }
+    staged.Finish(static_cast<size_t>((piece_end - piece) * kOutputBytesPer<Y>));
   }
 }
 
 /// Elements [begin, end) of a plan with VectorBlockShift `shift` (blocks of one to three vectors),
 /// begin and end multiples of the block size: pieces of at most kChunk elements load their blocks'
 /// parameters once, then one flat loop runs four vectors at a time, each vector with its block's
-/// broadcast scale and zero point. Out of line: its parameter arrays stay off the general path's frame.
+/// broadcast scale and zero point. `stream`: y's whole lines with non-temporal stores, each piece
+/// through the stage. Out of line: its parameter arrays and stage stay off the general path's frame.
 template <T X, T Y>
-HWY_NOINLINE void DequantizeVectorBlocks(const DequantizeCall& c, void* y, int64_t begin, int64_t end, int shift) {
+HWY_NOINLINE void DequantizeVectorBlocks(const DequantizeCall& c, void* y, int64_t begin, int64_t end, int shift,
+                                         bool stream) {
   constexpr int kBits = InBits(X);
   HWY_ALIGN uint8_t codes[kBits < 8 ? kChunk : 1];
   HWY_ALIGN VectorBlockParams params;
+  HWY_ALIGN uint8_t stage[kChunk * kOutputBytesPer<Y>];  // streaming: a piece's bytes of y
   params.shift = shift;
   for (int64_t piece = begin; piece < end; piece += kChunk) {
     const int64_t count = std::min(kChunk, end - piece);
@@ -397,36 +400,35 @@ HWY_NOINLINE void DequantizeVectorBlocks(const DequantizeCall& c, void* y, int64
       src = codes;
       src_index = 0;
     }
+    const PieceOutput staged(stage, stream, OutputAt<Y>(y, piece));
     DequantizeLoop<X, Y>(
-        c, src, src_index, piece, count, y, [&](int64_t k, size_t n) QDQ_INLINE_LAMBDA { return params.Scale(k, n); },
+        c, src, src_index, 0, count, staged.Out(),
+        [&](int64_t k, size_t n) QDQ_INLINE_LAMBDA { return params.Scale(k, n); },
         [&](int64_t k, size_t n) QDQ_INLINE_LAMBDA { return params.ZeroPoint(k, n); },
         [&](int64_t k, size_t n) QDQ_INLINE_LAMBDA { return params.FloatZeroPoint(k, n); });
+    staged.Finish(static_cast<size_t>(count * kOutputBytesPer<Y>));
   }
 }
 
 /// One task, elements [begin, end): shared by both StoreModes (out of line, so that the kernels of
-/// the two modes are one copy of the code). The vector-block path writes y with normal stores.
+/// the two modes are one copy of the code).
 template <T X, T Y>
 HWY_NOINLINE void DequantizeTask(const DequantizeCall& c, void* y, int64_t begin, int64_t end, bool stream) {
   const int shift = VectorBlockShift(c.plan, static_cast<int64_t>(hn::Lanes(DF())));
   if (shift >= 0) {
     // Whole blocks in the middle; a partial block at either end of the task goes the general way.
-    const int64_t block = c.plan.block;
-    const int64_t lo = std::min(end, (begin + block - 1) / block * block);
-    const int64_t hi = std::max(lo, end / block * block);
-    DequantizeGeneral<X, Y>(c, y, begin, lo, stream);
-    DequantizeVectorBlocks<X, Y>(c, y, lo, hi, shift);
-    DequantizeGeneral<X, Y>(c, y, hi, end, stream);
+    const WholeBlocks whole = WholeBlocksOf(begin, end, c.plan.block, c.plan.block);
+    DequantizeGeneral<X, Y>(c, y, begin, whole.lo, stream);
+    DequantizeVectorBlocks<X, Y>(c, y, whole.lo, whole.hi, shift, stream);
+    DequantizeGeneral<X, Y>(c, y, whole.hi, end, stream);
     return;
   }
   if (UniformBlocks(c.plan, 4 * static_cast<int64_t>(hn::Lanes(DF())))) {
     // Whole blocks in the middle; a partial block at either end of the task goes the general way.
-    const int64_t block = c.plan.block;
-    const int64_t lo = std::min(end, (begin + block - 1) / block * block);
-    const int64_t hi = std::max(lo, end / block * block);
-    DequantizeGeneral<X, Y>(c, y, begin, lo, stream);
-    DequantizeUniformBlocks<X, Y>(c, y, lo, hi, stream);
-    DequantizeGeneral<X, Y>(c, y, hi, end, stream);
+    const WholeBlocks whole = WholeBlocksOf(begin, end, c.plan.block, c.plan.block);
+    DequantizeGeneral<X, Y>(c, y, begin, whole.lo, stream);
+    DequantizeUniformBlocks<X, Y>(c, y, whole.lo, whole.hi, stream);
+    DequantizeGeneral<X, Y>(c, y, whole.hi, end, stream);
     return;
   }
   DequantizeGeneral<X, Y>(c, y, begin, end, stream);

@@ -33,6 +33,19 @@ HWY_NOINLINE void DivideGroup(VF& x0, VF& x1, VF& x2, VF& x3, VF scale) {
 /// One vector's fallback, out of line for the same reason.
 HWY_NOINLINE VF DivideVector(VF x, VF scale) { return hn::Div(x, scale); }
 
+/// The end of a reciprocal route's group, its one branch: x0..x3 become the route's q0..q3 where
+/// every lane of `taken` is set, else the four divisions (DivideGroup).
+HWY_INLINE void CommitGroup(hn::Mask<DF> taken, VF q0, VF q1, VF q2, VF q3, VF& x0, VF& x1, VF& x2, VF& x3, VF scale) {
+  if (HWY_UNLIKELY(!hn::AllTrue(DF(), taken))) {
+    DivideGroup(x0, x1, x2, x3, scale);
+    return;
+  }
+  x0 = q0;
+  x1 = q1;
+  x2 = q2;
+  x3 = q3;
+}
+
 /// RN(x / s) by Markstein's theorem: with r = RN(1/s), q0 = RN(x·r), e = fma(−q0, s, x) is exact and
 /// q = RN(q0 + e·r) is the correctly rounded quotient, provided nothing over- or underflows. The
 /// range check keeps that so: s is in [2^-62, 2^62] (MarksteinReciprocal), and a lane is taken only
@@ -69,14 +82,7 @@ struct Markstein {
     const VF q1 = Corrected(x1, scale, &r1, &t1);
     const VF q2 = Corrected(x2, scale, &r2, &t2);
     const VF q3 = Corrected(x3, scale, &r3, &t3);
-    if (HWY_UNLIKELY(!hn::AllTrue(DF(), hn::And(hn::And(t0, t1), hn::And(t2, t3))))) {
-      DivideGroup(x0, x1, x2, x3, scale);
-      return;
-    }
-    x0 = q0;
-    x1 = q1;
-    x2 = q2;
-    x3 = q3;
+    CommitGroup(hn::And(hn::And(t0, t1), hn::And(t2, t3)), q0, q1, q2, q3, x0, x1, x2, x3, scale);
   }
 };
 
@@ -126,14 +132,7 @@ struct RoundingCheck {
     const VF q3 = hn::Mul(x3, reciprocal);
     const VF nearest = AbsMax(AbsMax(Fraction(q0), Fraction(q1)), AbsMax(Fraction(q2), Fraction(q3)));
     // Not Lt's negation: a NaN fraction (of a NaN or ±inf quotient) takes the division too.
-    if (HWY_UNLIKELY(!hn::AllTrue(df, hn::Lt(nearest, hn::Set(df, 0.5f - 0x1p-13f))))) {
-      DivideGroup(x0, x1, x2, x3, scale);
-      return;
-    }
-    x0 = q0;
-    x1 = q1;
-    x2 = q2;
-    x3 = q3;
+    CommitGroup(hn::Lt(nearest, hn::Set(df, 0.5f - 0x1p-13f)), q0, q1, q2, q3, x0, x1, x2, x3, scale);
   }
 };
 

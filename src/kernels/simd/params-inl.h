@@ -9,6 +9,7 @@
 #define QDQ_SIMD_PARAMS_INL_H_
 #endif
 
+#include <algorithm>
 #include <cstdint>
 #include <type_traits>
 
@@ -146,6 +147,20 @@ inline int VectorBlockShift(const Plan& plan, int64_t lanes) {
   int shift = 0;
   while ((int64_t{1} << shift) < block) ++shift;
   return shift;
+}
+
+/// The whole blocks of a task [begin, end) of a plan with blocks of `block` elements: [lo, hi), from
+/// the first block boundary at or after begin (at most end) to the last one at or before end (at
+/// least lo), shortened to whole groups of `granule` elements (a multiple of the block). The kernels
+/// run a whole-block path on [lo, hi) and the general path on either side.
+struct WholeBlocks {
+  int64_t lo;
+  int64_t hi;
+};
+
+inline WholeBlocks WholeBlocksOf(int64_t begin, int64_t end, int64_t block, int64_t granule) {
+  const int64_t lo = std::min(end, (begin + block - 1) / block * block);
+  return {lo, lo + std::max<int64_t>(0, end / block * block - lo) / granule * granule};
 }
 
 /// One parameter per block of 2^shift elements (VectorBlockShift: whole vectors), run element k in

@@ -25,10 +25,11 @@
 // reciprocal, which equals the division bit for bit; 2/4-bit
 // outputs not packed in registers go through a code buffer packed per chunk (pack-inl.h).
 //
-// Stores (StoreMode): the paths above take `stream` at run time, QuantizeLoop does not. Normal
-// stores write y directly; streaming writes each chunk (or kChunk elements of blocks) to a stage on
-// the stack and copies it to y with non-temporal stores (StreamBytes), and the kernel fences once at
-// the end of the task. One copy of the loops serves both, so the units do not grow.
+// Stores (StoreMode): every path above takes `stream` at run time, QuantizeLoop does not. Normal
+// stores write y directly; streaming writes each chunk (or piece, or kChunk elements of uniform
+// blocks) to a stage on the stack and copies it to y with non-temporal stores (PieceOutput,
+// StreamBytes), and the kernel fences once at the end of the task. One copy of the loops serves
+// both, so the units do not grow.
 //
 // The performance notes behind these choices are in docs/performance.md ("Quantize kernel loop").
 //
@@ -417,20 +418,14 @@ HWY_NOINLINE void QuantizeGeneral(const QuantizeCall& c, void* y, int64_t begin,
       const int64_t step = stream ? kChunk : whole;  // kChunk is a multiple of every group
       for (int64_t at = begin; at < begin + whole; at += step) {
         const int64_t count = std::min(step, begin + whole - at);
-        QuantizeRun<X, P, Y, true>(c, at, count, BroadcastAt<P, Y>(c, 0), stream ? stage : OutputAt<Y>(y, at),
-                                   reciprocal);
-        if (stream) StreamBytes(stage, static_cast<size_t>(OutputBytes<Y>(count)), OutputAt<Y>(y, at));
+        const PieceOutput piece(stage, stream, OutputAt<Y>(y, at));
+        QuantizeRun<X, P, Y, true>(c, at, count, BroadcastAt<P, Y>(c, 0), piece.Out(), reciprocal);
+        piece.Finish(static_cast<size_t>(OutputBytes<Y>(count)));
       }
       begin += whole;
     }
   }
   HWY_ALIGN uint8_t codes[kPacked ? kChunk : 1];
-  // Where element `at` of the chunk that starts at `chunk` goes: the code buffer for 2/4-bit y, the
-  // stage for streamed 8/16-bit y.
-  const auto out_at = [&](int64_t chunk, int64_t at) -> uint8_t* {
-    if constexpr (kPacked) return codes + (at - chunk);
-    return stream ? stage + OutputBytes<Y>(at - chunk) : OutputAt<Y>(y, at);
-  };
   SegmentCursor cursor(c.plan, begin);
   // Per-axis runs along a long inner dimension keep their scale in a register; everything else that
   // is not per-tensor goes through expanded parameters.
@@ -439,6 +434,12 @@ HWY_NOINLINE void QuantizeGeneral(const QuantizeCall& c, void* y, int64_t begin,
   HWY_ALIGN ExpandedParams storage;  // 12 KiB of stack
   for (int64_t chunk = begin; chunk < end; chunk += kChunk) {
     const int64_t chunk_end = std::min(end, chunk + kChunk);
+    const PieceOutput piece(stage, stream, OutputAt<Y>(y, chunk));
+    // Where the output of element `at` goes: the code buffer for 2/4-bit y (packed at the chunk's end).
+    const auto out_at = [&](int64_t at) -> uint8_t* {
+      if constexpr (kPacked) return codes + (at - chunk);
+      return piece.Out() + OutputBytes<Y>(at - chunk);
+    };
     if (expand) {
       // Long segments whose float32 scales step by one (dividing in float32) read their parameters
       // in place; whatever is left of the chunk is expanded.
@@ -449,7 +450,7 @@ HWY_NOINLINE void QuantizeGeneral(const QuantizeCall& c, void* y, int64_t begin,
               const bool zp_used = IsIntegerOut(Y) || has_float_zero_point(Y);
               const InPlaceParams<kBits, IsSignedOut(Y)> p(c.scale, zp_used ? c.zero_point : nullptr, s.param_index,
                                                            s.count);
-              QuantizeLoop<X, P, Y, Divide, false>(c, at, s.count, p, out_at(chunk, at));
+              QuantizeLoop<X, P, Y, Divide, false>(c, at, s.count, p, out_at(at));
             });
       }
       if (position < chunk_end) {
@@ -459,12 +460,12 @@ HWY_NOINLINE void QuantizeGeneral(const QuantizeCall& c, void* y, int64_t begin,
               LoadQuantizeParams<P, Y>(c, first, count, divisor, zp, zpf);
             });
         QuantizeLoop<X, P, Y, Divide, false>(c, position, chunk_end - position, ExpandedView{storage},
-                                             out_at(chunk, position));
+                                             out_at(position));
       }
     } else {
       for (int64_t position = chunk; position < chunk_end;) {
         const Segment s = cursor.next(position, chunk_end);
-        QuantizeRun<X, P, Y, false>(c, position, s.count, BroadcastAt<P, Y>(c, s.param_index), out_at(chunk, position),
+        QuantizeRun<X, P, Y, false>(c, position, s.count, BroadcastAt<P, Y>(c, s.param_index), out_at(position),
                                     reciprocal);
         position += s.count;
       }
@@ -474,15 +475,14 @@ HWY_NOINLINE void QuantizeGeneral(const QuantizeCall& c, void* y, int64_t begin,
       constexpr int kPerByte = 8 / kBits;
       const int64_t count = chunk_end - chunk;
       const int64_t whole = count / kPerByte;
-      uint8_t* packed = static_cast<uint8_t*>(y);
-      PackWholeBytes<kBits>(codes, whole, stream ? stage : packed + chunk / kPerByte);
-      if (stream) StreamBytes(stage, static_cast<size_t>(whole), packed + chunk / kPerByte);
+      PackWholeBytes<kBits>(codes, whole, piece.Out());
+      piece.Finish(static_cast<size_t>(whole));
       if (whole * kPerByte < count) {
-        pack_codes(codes + whole * kPerByte, kBits, chunk + whole * kPerByte, count - whole * kPerByte, packed,
-                   chunk_end == c.plan.elements);
+        pack_codes(codes + whole * kPerByte, kBits, chunk + whole * kPerByte, count - whole * kPerByte,
+                   static_cast<uint8_t*>(y), chunk_end == c.plan.elements);
       }
     } else {
-      if (stream) StreamBytes(stage, static_cast<size_t>(OutputBytes<Y>(chunk_end - chunk)), OutputAt<Y>(y, chunk));
+      piece.Finish(static_cast<size_t>(OutputBytes<Y>(chunk_end - chunk)));
     }
   }
 }
@@ -540,23 +540,29 @@ HWY_NOINLINE void QuantizeUniformBlocks(const QuantizeCall& c, void* y, int64_t 
 /// begin and end multiples of the block size and, for 2/4-bit y, end − begin a multiple of four
 /// vectors: pieces of at most kChunk elements load their blocks' parameters once, then one flat loop
 /// divides four vectors at a time, each vector with its block's broadcast scale, and packs 2/4-bit
-/// codes in registers. Out of line, and without the general path inside: a call's stack stays within
-/// qdq.hpp's bound (its parameter arrays, 3 KiB, come on top of the kernel's frame).
+/// codes in registers. `stream`: y's whole lines with non-temporal stores, each piece through the
+/// stage. Out of line, and without the general path inside: a call's stack stays within qdq.hpp's
+/// bound (its parameter arrays, 3 KiB, and stage, at most 2 KiB, come on top of the kernel's frame).
 template <T X, T P, T Y>
-HWY_NOINLINE void QuantizeVectorBlocks(const QuantizeCall& c, void* y, int64_t begin, int64_t end, int shift) {
+HWY_NOINLINE void QuantizeVectorBlocks(const QuantizeCall& c, void* y, int64_t begin, int64_t end, int shift,
+                                       bool stream) {
   constexpr bool kPack = OutBits(Y) < 8;
   HWY_ALIGN VectorBlockParams params;
+  HWY_ALIGN uint8_t stage[OutputBytes<Y>(kChunk)];  // streaming: a piece's bytes of y
   params.shift = shift;
-  for (int64_t piece = begin; piece < end; piece += kChunk) {
-    const int64_t count = std::min(kChunk, end - piece);
-    LoadQuantizeParams<P, Y>(c, piece >> shift, count >> shift, params.scale, params.zero_point,
+  for (int64_t first = begin; first < end; first += kChunk) {
+    const int64_t count = std::min(kChunk, end - first);
+    LoadQuantizeParams<P, Y>(c, first >> shift, count >> shift, params.scale, params.zero_point,
                              params.float_zero_point);
-    QuantizeLoop<X, P, Y, Divide, kPack>(c, piece, count, params, OutputAt<Y>(y, piece));
+    // Pieces start on whole blocks, of whole vectors: on whole bytes of 2/4-bit y.
+    const PieceOutput piece(stage, stream, OutputAt<Y>(y, first));
+    QuantizeLoop<X, P, Y, Divide, kPack>(c, first, count, params, piece.Out());
+    piece.Finish(static_cast<size_t>(OutputBytes<Y>(count)));
   }
 }
 
 /// One task, elements [begin, end): shared by both StoreModes (out of line, so that the kernels of
-/// the two modes are one copy of the code). The vector-block path writes y with normal stores.
+/// the two modes are one copy of the code).
 template <T X, T P, T Y>
 HWY_NOINLINE void QuantizeKernelBody(const QuantizeCall& c, void* y, int64_t begin, int64_t end, bool reciprocal,
                                      bool stream) {
@@ -567,21 +573,18 @@ HWY_NOINLINE void QuantizeKernelBody(const QuantizeCall& c, void* y, int64_t beg
     // general way too.
     const int64_t block = c.plan.block;
     const int64_t group = OutBits(Y) < 8 ? 4 * static_cast<int64_t>(hn::Lanes(DF())) : block;
-    const int64_t lo = std::min(end, (begin + block - 1) / block * block);
-    const int64_t hi = lo + std::max<int64_t>(0, end / block * block - lo) / group * group;
-    QuantizeGeneral<X, P, Y>(c, y, begin, lo, reciprocal, stream);
-    QuantizeVectorBlocks<X, P, Y>(c, y, lo, hi, shift);
-    QuantizeGeneral<X, P, Y>(c, y, hi, end, reciprocal, stream);
+    const WholeBlocks whole = WholeBlocksOf(begin, end, block, group);
+    QuantizeGeneral<X, P, Y>(c, y, begin, whole.lo, reciprocal, stream);
+    QuantizeVectorBlocks<X, P, Y>(c, y, whole.lo, whole.hi, shift, stream);
+    QuantizeGeneral<X, P, Y>(c, y, whole.hi, end, reciprocal, stream);
     return;
   }
   if (UniformBlocks(c.plan, 4 * static_cast<int64_t>(hn::Lanes(DF())))) {
     // Whole blocks in the middle; a partial block at either end of the task goes the general way.
-    const int64_t block = c.plan.block;
-    const int64_t lo = std::min(end, (begin + block - 1) / block * block);
-    const int64_t hi = std::max(lo, end / block * block);
-    QuantizeGeneral<X, P, Y>(c, y, begin, lo, reciprocal, stream);
-    QuantizeUniformBlocks<X, P, Y>(c, y, lo, hi, reciprocal, stream);
-    QuantizeGeneral<X, P, Y>(c, y, hi, end, reciprocal, stream);
+    const WholeBlocks whole = WholeBlocksOf(begin, end, c.plan.block, c.plan.block);
+    QuantizeGeneral<X, P, Y>(c, y, begin, whole.lo, reciprocal, stream);
+    QuantizeUniformBlocks<X, P, Y>(c, y, whole.lo, whole.hi, reciprocal, stream);
+    QuantizeGeneral<X, P, Y>(c, y, whole.hi, end, reciprocal, stream);
     return;
   }
   QuantizeGeneral<X, P, Y>(c, y, begin, end, reciprocal, stream);

@@ -84,6 +84,24 @@ HWY_INLINE void StreamBytes(const uint8_t* src, size_t n, uint8_t* dst) {
   std::memcpy(dst + i, src + i, n - i);
 }
 
+/// Where a path writes the output bytes of one chunk or piece that belong in y at `dst`: at Out(),
+/// which is dst itself or, streaming, the caller's stage (vector-aligned, room for the piece); then
+/// Finish(bytes) copies the staged bytes to dst with StreamBytes (a no-op for normal stores). Not for
+/// QuantizeUniformBlocks, whose stage gathers the runs of several blocks before it is copied.
+class PieceOutput {
+ public:
+  PieceOutput(uint8_t* stage, bool stream, uint8_t* dst) : out_(stream ? stage : dst), dst_(dst), stream_(stream) {}
+  uint8_t* Out() const { return out_; }
+  void Finish(size_t bytes) const {
+    if (stream_) StreamBytes(out_, bytes, dst_);
+  }
+
+ private:
+  uint8_t* out_;
+  uint8_t* dst_;
+  bool stream_;
+};
+
 /// body(k, n) for the vectors of [0, count): whole vectors first (n is then the constant lane
 /// count, so partial-vector branches fold away), then one partial vector if count is not a multiple.
 template <class Body>
