@@ -144,8 +144,15 @@ class ThreadPool {
     const auto elapsed = end - start;
     const bool late_wake = own == tasks && woke;
     if (late_wake) {
-      // Nobody helped, but the worker had to be woken: only the wake-up counts, and it will be
-      // awake for the next call.
+      // Nobody helped, but the worker had to be woken. The first such call after others (the probe
+      // that ends a time alone, whose worker has gone to sleep meanwhile) only wakes it: the next
+      // call, with the worker awake, shows what it gains. Counting that wake-up as a loss would end
+      // every probe in another time alone, and the strikes would never be forgiven. A second late
+      // wake-up in a row (calls too far apart for the worker to stay awake) counts.
+      if (!woken_once_) {
+        woken_once_ = true;
+        return;
+      }
       balance_ -= published - start;
     } else if (own == tasks) {
       // The worker was awake and still missed every task: it was not given a core. Taking half
@@ -157,12 +164,14 @@ class ThreadPool {
                                                                      (static_cast<double>(tasks) / own));
       balance_ += alone - elapsed;
     }
+    if (!late_wake) woken_once_ = false;
     if (balance_ > kBalanceCap) {
       balance_ = kBalanceCap;
       if (strikes_ > 0) --strikes_;
     } else if (balance_ < Clock::duration::zero()) {
       const auto penalty = std::min<Clock::duration>(-balance_ * (kPenalty << strikes_), kMaxAlone);
       serial_until_ = end + penalty;
+      woken_once_ = false;
       balance_ = Clock::duration::zero();
       if (strikes_ < kMaxStrikes) ++strikes_;
       // Polling workers would take the caller's share of a busy machine while it runs alone.
@@ -246,6 +255,7 @@ class ThreadPool {
   Clock::duration balance_{};
   int strikes_ = 0;
   Clock::time_point serial_until_{};
+  bool woken_once_ = false;  // the last call only woke the worker (learn())
 
   std::mutex job_mutex_;  // one job at a time
   std::mutex mutex_;      // the condition variables' and workers_'s
