@@ -16,7 +16,9 @@
 // (uint8 array of ONNX's packed bytes, shape) tuple and QuantizeLinear's result returned packed.
 // Outputs are new arrays in these conventions (sub-byte signed types as int8), their memory and the
 // packing scratch from BlockPool, which keeps freed large blocks for the next call (no page faults in
-// a loop that drops its results). qdq::Error becomes ValueError with the library's message. The GIL
+// a loop that drops its results). Sub-byte integers skip the packed layout where the 8-bit kernels
+// give the same values: dequantized as int8/uint8 when given as values, quantized to int8/uint8 and
+// clamped (quantize_as_byte_integers). qdq::Error becomes ValueError with the library's message. The GIL
 // is released while the library computes.
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
@@ -257,6 +259,32 @@ QDQ_PY_VECTOR_CLONES bool items_are_values(const uint8_t* items, uint64_t count,
 QDQ_PY_VECTOR_CLONES QDQ_PY_FLATTEN void unpack_codes(const uint8_t* packed, int bits, uint64_t count, bool sign_extend,
                                                       uint8_t* items) {
   qdq::detail::unpack_all_codes(packed, bits, static_cast<int64_t>(count), sign_extend, items);
+}
+
+// Clamps `count` 8-bit codes to the range of the `Bits`-bit integer type (int8 values if Signed),
+// with constant bounds, which compilers vectorise.
+template <int Bits, bool Signed>
+inline void clamp_to_bits(uint8_t* items, uint64_t count) {
+  if constexpr (Signed) {
+    constexpr int8_t kLo = static_cast<int8_t>(-(1 << (Bits - 1)));
+    constexpr int8_t kHi = static_cast<int8_t>((1 << (Bits - 1)) - 1);
+    auto* values = reinterpret_cast<int8_t*>(items);
+    for (uint64_t i = 0; i < count; ++i) values[i] = std::min(std::max(values[i], kLo), kHi);
+  } else {
+    constexpr uint8_t kHi = static_cast<uint8_t>((1 << Bits) - 1);
+    for (uint64_t i = 0; i < count; ++i) items[i] = std::min(items[i], kHi);
+  }
+}
+
+// Saturates int8/uint8 QuantizeLinear codes to a 4- or 2-bit integer type's range, in place: what
+// QuantizeLinear to that type gives, in the module's one-value-per-byte form (see
+// quantize_as_byte_integers).
+QDQ_PY_VECTOR_CLONES void clamp_codes(uint8_t* items, uint64_t count, int bits, bool signed_values) {
+  if (bits == 4) {
+    signed_values ? clamp_to_bits<4, true>(items, count) : clamp_to_bits<4, false>(items, count);
+  } else {
+    signed_values ? clamp_to_bits<2, true>(items, count) : clamp_to_bits<2, false>(items, count);
+  }
 }
 
 // Throws ValueError naming the first item of `items` that is not a `bits`-bit value/code (called
@@ -833,6 +861,59 @@ struct Result {
   py::tuple tuple() const { return py::make_tuple(array, static_cast<int>(type)); }
 };
 
+// QuantizeLinear to int4, uint4, int2 or uint2 with the result one value per byte (validated
+// already, `zi` deferred): the same call to int8/uint8 (output_dtype and the zero point's values
+// likewise) writes the result directly, and each code is then saturated to the narrower range.
+// Saturating round(x / s) + zero point to [-128, 127] and then to [-8, 7] saturates it to [-8, 7],
+// a NaN's minimum included, so the codes are the narrow type's bit for bit, without the kernel
+// packing them and this layer unpacking them again. Large calls go in chunks of rows, each clamped
+// while it is in cache.
+Result quantize_as_byte_integers(const qdq::QuantizeLinearAttributes& attrs, const Input& xi, const Input& si,
+                                 std::optional<Input>& zi, Output& y) {
+  const bool signed_type = is_signed_sub_byte(y.type);
+  const int bits = qdq::bit_width(y.type);
+  const DataType byte_type = signed_type ? DataType::kInt8 : DataType::kUint8;
+  qdq::QuantizeLinearAttributes byte_attrs = attrs;
+  if (byte_attrs.output_dtype) byte_attrs.output_dtype = static_cast<int64_t>(byte_type);
+  std::optional<qdq::TensorView> z8;
+  Buffer zero_point_values;
+  if (zi) {
+    z8 = zi->as_byte_integers();
+    if (!z8) {  // packed bytes, two's complement codes or bad items: checked and packed, then unpacked
+      zi->pack_whole();
+      const uint64_t n = qdq::element_count(zi->shape);
+      zero_point_values = Buffer(n + 1);
+      unpack_codes(static_cast<const uint8_t*>(zi->view.data), bits, n, signed_type, zero_point_values.get());
+      z8 = qdq::TensorView{byte_type, zi->shape, zero_point_values.get(), n};
+    }
+  }
+  const qdq::TensorView* zv = z8 ? &*z8 : nullptr;
+  const uint64_t count = qdq::element_count(y.shape);
+  const ChunkPlan plan(xi.view, si.view, zv, attrs.axis, attrs.block_size, 8);
+  {
+    const GilRelease gil(count >= kReleaseGilElements);
+    if (plan.step == 0) {
+      qdq::quantize_linear(byte_attrs, xi.view, si.view, zv, {byte_type, y.shape, y.items, count}, execution_options());
+      clamp_codes(y.items, count, bits, signed_type);
+    } else {
+      for (int64_t r0 = 0; r0 < plan.rows; r0 += plan.step) {
+        const int64_t r1 = std::min(plan.rows, r0 + plan.step);
+        const RowSlice xs(xi.view.type, xi.view.shape, xi.view.data, r0, r1, plan.row_elems);
+        std::optional<RowSlice> ss, zs;
+        const qdq::TensorView sv = scale_slice(plan, si.view, r0, r1, ss);
+        qdq::TensorView zslice;
+        if (zv) zslice = scale_slice(plan, *zv, r0, r1, zs);
+        const uint64_t n = static_cast<uint64_t>(r1 - r0) * plan.row_elems;
+        uint8_t* const codes = y.items + static_cast<uint64_t>(r0) * plan.row_elems;
+        qdq::quantize_linear(byte_attrs, xs.view(xi.view.type), sv, zv ? &zslice : nullptr,
+                             {byte_type, xs.shape, codes, n}, execution_options());
+        clamp_codes(codes, n, bits, signed_type);
+      }
+    }
+  }
+  return {std::move(y.array), y.type};
+}
+
 // QuantizeLinear on arrays in this module's conventions; out: None or (array, type number). The
 // attributes come parsed (from the dict of quantize_linear or the fast path's arguments).
 Result quantize_linear_with(const qdq::QuantizeLinearAttributes& attrs, const py::object& x, int64_t x_type,
@@ -841,10 +922,13 @@ Result quantize_linear_with(const qdq::QuantizeLinearAttributes& attrs, const py
   Input xi(x, to_type(x_type), "x");
   Input si(scale, to_type(scale_type), "scale");
   std::optional<Input> zi;
-  if (!zero_point.is_none()) zi.emplace(zero_point, to_type(zero_point_type), "zero_point");
+  if (!zero_point.is_none()) zi.emplace(zero_point, to_type(zero_point_type), "zero_point", /*defer_packing=*/true);
   const qdq::TensorView* zv = zi ? &zi->view : nullptr;
+  // Validated with the types the caller gave (the operator version's type rules apply to those).
   const qdq::TensorSpec spec = qdq::quantize_linear_output(attrs, xi.view, si.view, zv);
   Output y(spec, out, packed);
+  if (y.unpack && y.type != DataType::kFloat4E2M1) return quantize_as_byte_integers(attrs, xi, si, zi, y);
+  if (zi) zi->pack_whole();
   const ChunkPlan plan =
       y.unpack ? ChunkPlan(xi.view, si.view, zv, attrs.axis, attrs.block_size, qdq::bit_width(y.type)) : ChunkPlan();
   {

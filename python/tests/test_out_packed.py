@@ -200,3 +200,70 @@ def test_a_bad_item_in_a_later_chunk_is_named():
         qdq.dequantize_linear(bad, np.float32(1))
     with pytest.raises(ValueError, match=f"element {(1 << 20) + 3} is 9"):
         qdq.dequantize_linear(bad, np.float32(1), out=np.full(values.shape, 7, np.float32))
+
+
+# QuantizeLinear to a 2/4-bit integer type with the result one value per byte runs the int8/uint8
+# kernel and saturates its codes to the narrow range: the packed result (the narrow type's own
+# kernel) is the reference, on the values where the two could part: NaN, ±inf, ties, quotients far
+# out of range, every zero point, every form a zero point comes in.
+SPECIAL = np.array([np.nan, -np.nan, np.inf, -np.inf, 0.0, -0.0, 0.5, -0.5, 1.5, -1.5, 2.5, -2.5, 7.5, -8.5,
+                    8.5, 15.5, 16.5, -9.5, 3e38, -3e38, 1e-45, 1e30, -1e30, 127.5, -128.5, 255.5, 300.0],
+                   np.float32)
+
+
+def _zero_point_forms(values, dtype):
+    """The zero point `values` (int8 values or uint8 codes) as each form a caller may pass."""
+    forms = {"CodeArray": qdq.CodeArray(values, dtype), "packed": qdq.pack(qdq.CodeArray(values, dtype))}
+    if dtype in ("int4", "int2"):  # two's complement codes in a uint8 array
+        forms["codes"] = qdq.CodeArray((values.astype(np.int16) & ((1 << int(dtype[-1])) - 1)).astype(np.uint8), dtype)
+    if qdq.HAVE_ML_DTYPES:
+        import ml_dtypes
+
+        ml = values.astype(getattr(ml_dtypes, dtype))
+        forms["ml_dtypes"] = ml
+        mask = np.uint8(0xF0 if dtype.endswith("4") else 0xFC)
+        forms["ml_dtypes, dirty upper bits"] = (ml.view(np.uint8) | mask).view(getattr(ml_dtypes, dtype))
+    return forms
+
+
+NARROW = [("int4", -8, 7, opset) for opset in (21, 23, 25)] + [("uint4", 0, 15, opset) for opset in (21, 23, 25)] + [
+    ("int2", -2, 1, 25), ("uint2", 0, 3, 25)]  # 2-bit types since QuantizeLinear-25
+
+
+@pytest.mark.parametrize("dtype,lo,hi,opset", NARROW)
+def test_narrow_integer_results_equal_the_packed_kernels(dtype, lo, hi, opset):
+    rng = np.random.default_rng(hi * 100 + opset)
+    for trial in range(6):
+        x = np.concatenate([SPECIAL, (rng.standard_normal(101) * 10 ** rng.uniform(-1, 3)).astype(np.float32)])
+        x = rng.permutation(np.tile(x, 3)).reshape(6, -1)
+        for scale_shape, kw in [((), {}), ((6,), {"axis": 0}), ((6, -(-x.shape[1] // 16)), {"axis": -1, "block_size": 16})]:
+            s = rng.choice(np.array([1, 0.5, 0.25, 3, 0.1, 1e-3, 7e3, 2 ** -20], np.float32), scale_shape)
+            s = np.asarray(s, np.float32)
+            zp_values = rng.integers(lo, hi + 1, scale_shape).astype(np.int8 if lo < 0 else np.uint8)
+            if trial == 0:
+                zp_values[...] = lo
+            elif trial == 1:
+                zp_values[...] = hi
+            want = qdq.quantize_linear(x, s, output_dtype=dtype, opset=opset, packed=True, **kw).to_array()
+            assert_bit_exact(qdq.quantize_linear(x, s, output_dtype=dtype, opset=opset, **kw), want, "no zero point")
+            for form, zp in _zero_point_forms(zp_values, dtype).items():
+                want = qdq.quantize_linear(x, s, zp, opset=opset, packed=True, **kw).to_array()
+                got = qdq.quantize_linear(x, s, zp, opset=opset, **kw)
+                assert_bit_exact(got, want, f"{dtype} {scale_shape} zero point as {form}")
+                out = np.empty_like(got) if not isinstance(got, qdq.CodeArray) else qdq.CodeArray(
+                    np.zeros(got.shape, got.view(np.ndarray).dtype), dtype)
+                assert qdq.quantize_linear(x, s, zp, opset=opset, out=out, **kw) is out
+                assert_bit_exact(out, want, f"{dtype} {scale_shape} out=, zero point as {form}")
+                if opset >= 23:  # the division in float16 and bfloat16
+                    for precision in ("float16", "bfloat16"):
+                        want = qdq.quantize_linear(x, s, zp, opset=opset, precision=precision, packed=True,
+                                                   **kw).to_array()
+                        got = qdq.quantize_linear(x, s, zp, opset=opset, precision=precision, **kw)
+                        assert_bit_exact(got, want, f"{dtype} precision {precision}, zero point as {form}")
+
+
+def test_narrow_integer_zero_points_out_of_range_are_still_named():
+    bad = np.array([0, 9, 0], np.int8).view(qdq.CodeArray)
+    bad.qdq_dtype = "int4"
+    with pytest.raises(ValueError, match="element 1 is 9"):
+        qdq.quantize_linear(np.ones((2, 3), np.float32), np.ones(3, np.float32), bad, axis=1)
