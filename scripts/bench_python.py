@@ -41,7 +41,6 @@ Usage: build/venv/bin/python scripts/bench_python.py [--qdq build/release/tools/
 """
 import argparse
 import json
-import os
 import subprocess
 import time
 
@@ -283,8 +282,9 @@ def pairwise(args, threads):
 
 
 def bench_seconds(qdq_binary, name, n, threads, samples):
-    r = subprocess.run([qdq_binary, "bench", "--json", "--size", str(n), "--repeats", str(samples), "--filter", name],
-                       capture_output=True, text=True, check=True, env=dict(os.environ, QDQ_NUM_THREADS=str(threads)))
+    # --threads, not QDQ_NUM_THREADS: `qdq bench` runs one thread unless its option says otherwise.
+    r = subprocess.run([qdq_binary, "--threads", str(threads), "bench", "--json", "--size", str(n), "--repeats",
+                        str(samples), "--filter", name], capture_output=True, text=True, check=True)
     rows = [row for row in json.loads(r.stdout)
             if row["case"] == name and row["threads"] == threads and row["kernel"] == "simd"]
     if not rows:

@@ -30,7 +30,8 @@ void quantize_linear(const QuantizeLinearAttributes& attributes, const TensorVie
                      const TensorView* y_zero_point, const MutableTensorView& y, const ExecutionOptions& options) {
   const detail::QuantizeCall call = detail::plan_quantize(attributes, x, y_scale, y_zero_point);
   detail::check_output(detail::OpName{"QuantizeLinear", call.version}, y, call.y_type, call.y_shape, call.y_bytes);
-  const detail::QuantizeKernel kernel = detail::select_quantize_kernel(call, detail::resolve_force_scalar(options));
+  const detail::QuantizeKernel kernel = detail::select_quantize_kernel(
+      call, detail::resolve_force_scalar(options), std::max(call.y_bytes, options.whole_output_bytes));
   detail::parallel_ranges(
       call.plan.elements, options, [&](int64_t begin, int64_t end) { kernel(call, y.data, begin, end); },
       2 * detail::bytes_moved(call.x_type, call.y_type, call.plan.elements));
@@ -46,7 +47,8 @@ void dequantize_linear(const DequantizeLinearAttributes& attributes, const Tenso
                        const TensorView* x_zero_point, const MutableTensorView& y, const ExecutionOptions& options) {
   const detail::DequantizeCall call = detail::plan_dequantize(attributes, x, x_scale, x_zero_point);
   detail::check_output(detail::OpName{"DequantizeLinear", call.version}, y, call.y_type, call.y_shape, call.y_bytes);
-  const detail::DequantizeKernel kernel = detail::select_dequantize_kernel(call, detail::resolve_force_scalar(options));
+  const detail::DequantizeKernel kernel = detail::select_dequantize_kernel(
+      call, detail::resolve_force_scalar(options), std::max(call.y_bytes, options.whole_output_bytes));
   detail::parallel_ranges(
       call.plan.elements, options, [&](int64_t begin, int64_t end) { kernel(call, y.data, begin, end); },
       detail::bytes_moved(call.x_type, call.y_type, call.plan.elements));

@@ -96,6 +96,11 @@ struct ExecutionOptions {
   /// If set, qdq hands its tasks (fixed-size pieces of the tensor, so results do not depend on how
   /// they are run) to this instead of its own thread pool; num_threads is then not used.
   ParallelFor parallel_for;
+  /// When this call writes one part of a larger output that the caller fills with several calls (a
+  /// tensor computed in slices of rows, say), that whole output's bytes: the vectorised kernels then
+  /// choose their stores as for one call of that size (non-temporal past the caches, where this
+  /// machine measured them faster). 0 = this call's own output. Never changes a result.
+  uint64_t whole_output_bytes = 0;
 };
 
 /// Sets the process-wide default thread count used when ExecutionOptions::num_threads is 0

@@ -820,7 +820,14 @@ qdq::TensorView scale_slice(const ChunkPlan& plan, const qdq::TensorView& s, int
   return storage->view(s.type);
 }
 
-qdq::ExecutionOptions execution_options() { return {}; }
+// whole_output_bytes: for a call that writes one chunk of a result straight into it, the result's
+// bytes, so the kernel stores as the whole call would (non-temporal past the caches, where that
+// measured faster); 0 for a chunk that is read back while in cache.
+qdq::ExecutionOptions execution_options(uint64_t whole_output_bytes = 0) {
+  qdq::ExecutionOptions options;
+  options.whole_output_bytes = whole_output_bytes;
+  return options;
+}
 
 // attributes: a dict name -> int of the attributes to set; others stay absent.
 template <typename Attributes>
@@ -993,11 +1000,14 @@ Result dequantize_linear_with(const qdq::DequantizeLinearAttributes& attrs, cons
     }
     xi.pack_whole();
   }
-  // In chunks: each chunk whose items are all 8-bit values is read in place as int8/uint8 (with the
-  // zero point in that form too), any other is packed into the chunk buffer (ml_dtypes' own layout,
-  // or a bad item, found there).
+  // In chunks: each chunk is first read in place as int8/uint8 (with the zero point in that form
+  // too) and then checked, while its items are in cache, to hold only 8-bit values; a chunk that
+  // does not (ml_dtypes' own layout, or a bad item, found there) is packed into the chunk buffer and
+  // computed again over the rows it wrote, and the chunks after it are packed straight away. Checked
+  // after the kernel, not before: a check before it would read each chunk from memory on the calling
+  // thread alone, while the kernel's threads read it in parallel.
   std::optional<qdq::TensorView> z8;
-  const bool chunks_as_bytes =
+  bool chunks_as_bytes =
       plan.step != 0 && xi.may_be_byte_integers() && (!zi || (z8 = zi->as_byte_integers()).has_value());
   if (zi) zi->pack_whole();
   Output y(spec, out, false);
@@ -1017,21 +1027,26 @@ Result dequantize_linear_with(const qdq::DequantizeLinearAttributes& attrs, cons
         const int64_t r1 = std::min(plan.rows, r0 + plan.step);
         const uint64_t n = static_cast<uint64_t>(r1 - r0) * plan.row_elems;
         const uint8_t* chunk_items = xi.items + static_cast<uint64_t>(r0) * plan.row_elems;
-        const bool as_bytes = chunks_as_bytes && items_are_values(chunk_items, n, bits, signed_type);
-        if (!as_bytes && !check_and_pack(chunk_items, n, bits, xi.signed_items, xi.check_items, chunk.get())) {
-          bad_item = true;
-          break;
-        }
         const RowSlice ys(y.type, y.view.shape, y.view.data, r0, r1, plan.row_elems);
+        const qdq::MutableTensorView yv{y.type, ys.shape, ys.data, ys.size_bytes};
         std::optional<RowSlice> ss, zs;
         const qdq::TensorView sv = scale_slice(plan, si.view, r0, r1, ss);
         qdq::TensorView zslice;
-        if (zv) zslice = scale_slice(plan, as_bytes ? *z8 : *zv, r0, r1, zs);
-        const qdq::TensorView xv =
-            as_bytes ? qdq::TensorView{signed_type ? DataType::kInt8 : DataType::kUint8, ys.shape, chunk_items, n}
-                     : qdq::TensorView{xt, ys.shape, chunk.get(), qdq::storage_bytes(xt, n)};
-        const qdq::MutableTensorView yv{y.type, ys.shape, ys.data, ys.size_bytes};
-        qdq::dequantize_linear(attrs, xv, sv, zv ? &zslice : nullptr, yv, execution_options());
+        if (chunks_as_bytes) {
+          if (zv) zslice = scale_slice(plan, *z8, r0, r1, zs);
+          const qdq::TensorView xv{signed_type ? DataType::kInt8 : DataType::kUint8, ys.shape, chunk_items, n};
+          qdq::dequantize_linear(attrs, xv, sv, zv ? &zslice : nullptr, yv, execution_options(spec.size_bytes));
+          if (items_are_values(chunk_items, n, bits, signed_type)) continue;
+          chunks_as_bytes = false;
+          zs.reset();
+        }
+        if (!check_and_pack(chunk_items, n, bits, xi.signed_items, xi.check_items, chunk.get())) {
+          bad_item = true;
+          break;
+        }
+        if (zv) zslice = scale_slice(plan, *zv, r0, r1, zs);
+        const qdq::TensorView xv{xt, ys.shape, chunk.get(), qdq::storage_bytes(xt, n)};
+        qdq::dequantize_linear(attrs, xv, sv, zv ? &zslice : nullptr, yv, execution_options(spec.size_bytes));
       }
     }
   }

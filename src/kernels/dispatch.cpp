@@ -13,30 +13,32 @@
 
 namespace qdq::detail {
 
-QuantizeKernel select_quantize_kernel(const QuantizeCall& call, bool force_scalar) {
+QuantizeKernel select_quantize_kernel(const QuantizeCall& call, bool force_scalar, uint64_t store_bytes) {
 #if defined(QDQ_HAVE_SIMD)
   if (!force_scalar && simd::best_target() != 0) {
     if (const QuantizeKernel kernel =
-            simd::quantize_kernel_for_target(simd::best_target(), call, choose_store_mode(call.y_bytes)))
+            simd::quantize_kernel_for_target(simd::best_target(), call, choose_store_mode(store_bytes)))
       return kernel;
   }
 #else
   (void)call;
   (void)force_scalar;
+  (void)store_bytes;
 #endif
   return &quantize_scalar;
 }
 
-DequantizeKernel select_dequantize_kernel(const DequantizeCall& call, bool force_scalar) {
+DequantizeKernel select_dequantize_kernel(const DequantizeCall& call, bool force_scalar, uint64_t store_bytes) {
 #if defined(QDQ_HAVE_SIMD)
   if (!force_scalar && simd::best_target() != 0) {
     if (const DequantizeKernel kernel =
-            simd::dequantize_kernel_for_target(simd::best_target(), call, choose_store_mode(call.y_bytes)))
+            simd::dequantize_kernel_for_target(simd::best_target(), call, choose_store_mode(store_bytes)))
       return kernel;
   }
 #else
   (void)call;
   (void)force_scalar;
+  (void)store_bytes;
 #endif
   return &dequantize_scalar;
 }

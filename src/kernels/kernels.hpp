@@ -24,8 +24,9 @@ void dequantize_scalar(const DequantizeCall& call, void* y, int64_t begin, int64
 
 /// The fastest kernel for this call on this CPU, chosen once per call; the scalar kernel where no
 /// vectorised one covers the combination, or when `force_scalar` is set. The vectorised kernel's
-/// StoreMode comes from choose_store_mode (store_policy.hpp) for the call's output size.
-QuantizeKernel select_quantize_kernel(const QuantizeCall& call, bool force_scalar);
-DequantizeKernel select_dequantize_kernel(const DequantizeCall& call, bool force_scalar);
+/// StoreMode comes from choose_store_mode (store_policy.hpp) for `store_bytes`: the call's output
+/// size, or the larger output it is part of (ExecutionOptions::whole_output_bytes).
+QuantizeKernel select_quantize_kernel(const QuantizeCall& call, bool force_scalar, uint64_t store_bytes);
+DequantizeKernel select_dequantize_kernel(const DequantizeCall& call, bool force_scalar, uint64_t store_bytes);
 
 }  // namespace qdq::detail

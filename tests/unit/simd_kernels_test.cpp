@@ -1109,9 +1109,9 @@ TEST(SimdTargetsTest, ForceScalarSelectsTheReference) {
   const TensorView sv{T::kFloat, {}, &scale, 4};
   QuantizeLinearAttributes attributes;
   const QuantizeCall call = plan_quantize(attributes, x4, sv, nullptr);
-  EXPECT_EQ(select_quantize_kernel(call, true), &quantize_scalar);
+  EXPECT_EQ(select_quantize_kernel(call, true, call.y_bytes), &quantize_scalar);
   if (simd::best_target() != 0) {
-    EXPECT_NE(select_quantize_kernel(call, false), &quantize_scalar);
+    EXPECT_NE(select_quantize_kernel(call, false, call.y_bytes), &quantize_scalar);
   }
   (void)xv;
 }

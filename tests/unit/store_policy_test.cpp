@@ -5,6 +5,7 @@
 // simd_kernels_test.cpp. No timing.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -88,6 +89,45 @@ TEST(StorePolicy, CallAboveTheThresholdMatchesScalar) {
   qdq::dequantize_linear({}, xv, sv, &zv, {DataType::kFloat, shape, got.data(), got.size() * 4}, options);
   options.force_scalar = true;
   qdq::dequantize_linear({}, xv, sv, &zv, {DataType::kFloat, shape, expected.data(), expected.size() * 4}, options);
+  EXPECT_TRUE(got == expected);
+}
+
+// The same dequantize written in slices of rows, each call told the whole output's size
+// (ExecutionOptions::whole_output_bytes: streamed as the whole call would be), against one scalar call.
+TEST(StorePolicy, SlicesToldTheWholeOutputMatchOneCall) {
+  const uint64_t threshold = qdq::detail::stream_threshold_bytes();
+  if (threshold > (uint64_t{64} << 20))
+    GTEST_SKIP() << "threshold " << threshold << " bytes: too large for a unit test";
+  const int64_t cols = 1001;
+  const auto rows = static_cast<int64_t>(threshold / 4 / cols + 3);
+  std::vector<int8_t> x(static_cast<size_t>(rows * cols));
+  std::mt19937 rng(13);
+  for (auto& v : x) v = static_cast<int8_t>(rng());
+  std::vector<float> scale(static_cast<size_t>(cols));
+  for (auto& s : scale) s = 0.01f + static_cast<float>(rng() % 1000) * 1e-4f;
+  const std::vector<int64_t> shape{rows, cols};
+  const std::vector<int64_t> scale_shape{cols};
+  const qdq::TensorView sv{DataType::kFloat, scale_shape, scale.data(), scale.size() * 4};
+  qdq::DequantizeLinearAttributes attributes;
+  attributes.axis = 1;
+  std::vector<float> expected(x.size(), -2.0f);
+  qdq::ExecutionOptions scalar;
+  scalar.force_scalar = true;
+  qdq::dequantize_linear(attributes, {DataType::kInt8, shape, x.data(), x.size()}, sv, nullptr,
+                         {DataType::kFloat, shape, expected.data(), expected.size() * 4}, scalar);
+  std::vector<float> got(x.size(), -1.0f);
+  qdq::ExecutionOptions options;
+  options.num_threads = 2;
+  options.whole_output_bytes = got.size() * 4;
+  const int64_t step = rows / 3 + 1;
+  for (int64_t r0 = 0; r0 < rows; r0 += step) {
+    const int64_t r1 = std::min(rows, r0 + step);
+    const std::vector<int64_t> slice{r1 - r0, cols};
+    const auto n = static_cast<size_t>((r1 - r0) * cols);
+    const auto offset = static_cast<size_t>(r0 * cols);
+    qdq::dequantize_linear(attributes, {DataType::kInt8, slice, x.data() + offset, n}, sv, nullptr,
+                           {DataType::kFloat, slice, got.data() + offset, n * 4}, options);
+  }
   EXPECT_TRUE(got == expected);
 }
 
