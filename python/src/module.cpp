@@ -820,6 +820,27 @@ qdq::TensorView scale_slice(const ChunkPlan& plan, const qdq::TensorView& s, int
   return storage->view(s.type);
 }
 
+// The QuantizeLinear operands of chunk rows [r0, r1): x's rows, and the scale's and zero point's
+// rows where they vary along the first dimension. The views point into this object.
+struct QuantizeChunk {
+  RowSlice x;
+  uint64_t elements;
+  std::optional<RowSlice> scale_rows, zero_point_rows;
+  qdq::TensorView scale;
+  std::optional<qdq::TensorView> zero_point;
+
+  QuantizeChunk(const ChunkPlan& plan, const qdq::TensorView& x_view, const qdq::TensorView& s,
+                const qdq::TensorView* zp, int64_t r0, int64_t r1)
+      : x(x_view.type, x_view.shape, x_view.data, r0, r1, plan.row_elems),
+        elements(static_cast<uint64_t>(r1 - r0) * plan.row_elems),
+        scale(scale_slice(plan, s, r0, r1, scale_rows)) {
+    if (zp) zero_point = scale_slice(plan, *zp, r0, r1, zero_point_rows);
+  }
+  QuantizeChunk(const QuantizeChunk&) = delete;
+  QuantizeChunk& operator=(const QuantizeChunk&) = delete;
+  const qdq::TensorView* zero_point_or_null() const { return zero_point ? &*zero_point : nullptr; }
+};
+
 // whole_output_bytes: for a call that writes one chunk of a result straight into it, the result's
 // bytes, so the kernel stores as the whole call would (non-temporal past the caches, where that
 // measured faster); 0 for a chunk that is read back while in cache.
@@ -904,17 +925,11 @@ Result quantize_as_byte_integers(const qdq::QuantizeLinearAttributes& attrs, con
       clamp_codes(y.items, count, bits, signed_type);
     } else {
       for (int64_t r0 = 0; r0 < plan.rows; r0 += plan.step) {
-        const int64_t r1 = std::min(plan.rows, r0 + plan.step);
-        const RowSlice xs(xi.view.type, xi.view.shape, xi.view.data, r0, r1, plan.row_elems);
-        std::optional<RowSlice> ss, zs;
-        const qdq::TensorView sv = scale_slice(plan, si.view, r0, r1, ss);
-        qdq::TensorView zslice;
-        if (zv) zslice = scale_slice(plan, *zv, r0, r1, zs);
-        const uint64_t n = static_cast<uint64_t>(r1 - r0) * plan.row_elems;
+        const QuantizeChunk c(plan, xi.view, si.view, zv, r0, std::min(plan.rows, r0 + plan.step));
         uint8_t* const codes = y.items + static_cast<uint64_t>(r0) * plan.row_elems;
-        qdq::quantize_linear(byte_attrs, xs.view(xi.view.type), sv, zv ? &zslice : nullptr,
-                             {byte_type, xs.shape, codes, n}, execution_options());
-        clamp_codes(codes, n, bits, signed_type);
+        qdq::quantize_linear(byte_attrs, c.x.view(xi.view.type), c.scale, c.zero_point_or_null(),
+                             {byte_type, c.x.shape, codes, c.elements}, execution_options());
+        clamp_codes(codes, c.elements, bits, signed_type);
       }
     }
   }
@@ -948,16 +963,10 @@ Result quantize_linear_with(const qdq::QuantizeLinearAttributes& attrs, const py
       const int bits = qdq::bit_width(y.type);
       Buffer chunk(qdq::storage_bytes(y.type, static_cast<uint64_t>(plan.step) * plan.row_elems) + 1);
       for (int64_t r0 = 0; r0 < plan.rows; r0 += plan.step) {
-        const int64_t r1 = std::min(plan.rows, r0 + plan.step);
-        const RowSlice xs(xi.view.type, xi.view.shape, xi.view.data, r0, r1, plan.row_elems);
-        std::optional<RowSlice> ss, zs;
-        const qdq::TensorView sv = scale_slice(plan, si.view, r0, r1, ss);
-        qdq::TensorView zslice;
-        if (zv) zslice = scale_slice(plan, *zv, r0, r1, zs);
-        const uint64_t n = static_cast<uint64_t>(r1 - r0) * plan.row_elems;
-        const qdq::MutableTensorView yv{y.type, xs.shape, chunk.get(), qdq::storage_bytes(y.type, n)};
-        qdq::quantize_linear(attrs, xs.view(xi.view.type), sv, zv ? &zslice : nullptr, yv, execution_options());
-        unpack_codes(chunk.get(), bits, n, is_signed_sub_byte(y.type),
+        const QuantizeChunk c(plan, xi.view, si.view, zv, r0, std::min(plan.rows, r0 + plan.step));
+        const qdq::MutableTensorView yv{y.type, c.x.shape, chunk.get(), qdq::storage_bytes(y.type, c.elements)};
+        qdq::quantize_linear(attrs, c.x.view(xi.view.type), c.scale, c.zero_point_or_null(), yv, execution_options());
+        unpack_codes(chunk.get(), bits, c.elements, is_signed_sub_byte(y.type),
                      y.items + static_cast<uint64_t>(r0) * plan.row_elems);
       }
     }
