@@ -1047,7 +1047,6 @@ Result dequantize_linear_with(const qdq::DequantizeLinearAttributes& attrs, cons
           qdq::dequantize_linear(attrs, xv, sv, zv ? &zslice : nullptr, yv, execution_options(spec.size_bytes));
           if (items_are_values(chunk_items, n, bits, signed_type)) continue;
           chunks_as_bytes = false;
-          zs.reset();
         }
         if (!check_and_pack(chunk_items, n, bits, xi.signed_items, xi.check_items, chunk.get())) {
           bad_item = true;
