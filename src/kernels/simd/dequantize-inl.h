@@ -13,7 +13,7 @@
 //   groups (UniformBlocks)
 //   blocked along the last axis, pieces of whole blocks: one flat loop, each vector with its block's
 //   blocks tiling rows, a power  broadcast parameters (VectorBlockParams; DequantizeVectorBlocks)
-//   of two of 1-3 vectors
+//   of two of 1-8 vectors
 //   (VectorBlockShift)
 //   other blocked; per-axis      chunks of kChunk: long float32 segments stepping by one read their
 //   with inner < 256             parameters in place (InPlaceParams), the rest of the chunk is
@@ -374,7 +374,7 @@ HWY_NOINLINE void DequantizeUniformBlocks(const DequantizeCall& c, void* y, int6
   }
 }
 
-/// Elements [begin, end) of a plan with VectorBlockShift `shift` (blocks of one to three vectors),
+/// Elements [begin, end) of a plan with VectorBlockShift `shift` (blocks of one to eight vectors),
 /// begin and end multiples of the block size: pieces of at most kChunk elements load their blocks'
 /// parameters once, then one flat loop runs four vectors at a time, each vector with its block's
 /// broadcast scale and zero point. `stream`: y's whole lines with non-temporal stores, each piece
@@ -414,7 +414,8 @@ HWY_NOINLINE void DequantizeVectorBlocks(const DequantizeCall& c, void* y, int64
 /// the two modes are one copy of the code).
 template <T X, T Y>
 HWY_NOINLINE void DequantizeTask(const DequantizeCall& c, void* y, int64_t begin, int64_t end, bool stream) {
-  const int shift = VectorBlockShift(c.plan, static_cast<int64_t>(hn::Lanes(DF())));
+  const int64_t lanes = static_cast<int64_t>(hn::Lanes(DF()));
+  const int shift = VectorBlockShift(c.plan, lanes, kMaxFlatBlockVectors * lanes);
   if (shift >= 0) {
     // Whole blocks in the middle; a partial block at either end of the task goes the general way.
     const WholeBlocks whole = WholeBlocksOf(begin, end, c.plan.block, c.plan.block);
@@ -423,7 +424,7 @@ HWY_NOINLINE void DequantizeTask(const DequantizeCall& c, void* y, int64_t begin
     DequantizeGeneral<X, Y>(c, y, whole.hi, end, stream);
     return;
   }
-  if (UniformBlocks(c.plan, 4 * static_cast<int64_t>(hn::Lanes(DF())))) {
+  if (UniformBlocks(c.plan, 4 * lanes)) {
     // Whole blocks in the middle; a partial block at either end of the task goes the general way.
     const WholeBlocks whole = WholeBlocksOf(begin, end, c.plan.block, c.plan.block);
     DequantizeGeneral<X, Y>(c, y, begin, whole.lo, stream);

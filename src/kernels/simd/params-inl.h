@@ -138,12 +138,20 @@ inline bool UniformBlocks(const Plan& plan, int64_t group) {
          plan.param_outer_stride == plan.axis_len / plan.block;
 }
 
-/// log2 of the block of a UniformBlocks plan whose blocks are a power of two of one to three whole
-/// vectors of `lanes` (blocks of 16 and 32 at AVX3, 8 and 16 at AVX2: the LLM weight layout), or -1.
-/// Such blocks are too short for a loop per block; VectorBlockParams serves them in one flat loop.
-inline int VectorBlockShift(const Plan& plan, int64_t lanes) {
+/// The longest blocks, in vectors, that the flat loop serves. Measured on Zen 3 (AVX2, one thread,
+/// 64 Ki elements, docs/performance.md): against a loop per block, the flat loop runs blocks of 4
+/// vectors 1.5-1.7x (quantize) and 1.2-1.4x (dequantize) as fast, blocks of 8 vectors 1.2x and
+/// 1.0-1.16x, 16 vectors evenly and 32 vectors 0.85x: a broadcast per vector costs more than a
+/// loop's setup once a block holds a few groups.
+constexpr int64_t kMaxFlatBlockVectors = 8;
+
+/// log2 of the block of a UniformBlocks plan whose blocks are a power of two of whole vectors of
+/// `lanes`, at most `max_block` elements, or -1. Blocks of one to eight vectors (the LLM weight
+/// layout: blocks of 32 are two vectors at AVX3, four at AVX2) are too short for a loop per block;
+/// VectorBlockParams serves them in one flat loop (kMaxFlatBlockVectors).
+inline int VectorBlockShift(const Plan& plan, int64_t lanes, int64_t max_block) {
   const int64_t block = plan.block;
-  if (!UniformBlocks(plan, lanes) || block >= 4 * lanes || (block & (block - 1)) != 0) return -1;
+  if (!UniformBlocks(plan, lanes) || block > max_block || (block & (block - 1)) != 0) return -1;
   int shift = 0;
   while ((int64_t{1} << shift) < block) ++shift;
   return shift;

@@ -15,7 +15,8 @@
 //   groups (UniformBlocks)
 //   blocked along the last axis, pieces of whole blocks: one flat loop, each vector with its block's
 //   blocks tiling rows, a power  broadcast parameters (VectorBlockParams), packed in registers
-//   of two of 1-3 vectors        (QuantizeVectorBlocks)
+//   of two of 1-8 vectors (1-3   (QuantizeVectorBlocks)
+//   where the route multiplies)
 //   (VectorBlockShift)
 //   other blocked; per-axis      chunks of kChunk: long float32 segments stepping by one read their
 //   with inner < 256             parameters in place (InPlaceParams), the rest of the chunk is
@@ -536,7 +537,7 @@ HWY_NOINLINE void QuantizeUniformBlocks(const QuantizeCall& c, void* y, int64_t 
   if (stream && staged > 0) flush();
 }
 
-/// Elements [begin, end) of a plan with VectorBlockShift `shift` (blocks of one to three vectors),
+/// Elements [begin, end) of a plan with VectorBlockShift `shift` (blocks of one to eight vectors),
 /// begin and end multiples of the block size and, for 2/4-bit y, end − begin a multiple of four
 /// vectors: pieces of at most kChunk elements load their blocks' parameters once, then one flat loop
 /// divides four vectors at a time, each vector with its block's broadcast scale, and packs 2/4-bit
@@ -566,20 +567,23 @@ HWY_NOINLINE void QuantizeVectorBlocks(const QuantizeCall& c, void* y, int64_t b
 template <T X, T P, T Y>
 HWY_NOINLINE void QuantizeKernelBody(const QuantizeCall& c, void* y, int64_t begin, int64_t end, bool reciprocal,
                                      bool stream) {
-  const int shift = VectorBlockShift(c.plan, static_cast<int64_t>(hn::Lanes(DF())));
+  const int64_t lanes = static_cast<int64_t>(hn::Lanes(DF()));
+  // The flat loop divides. Where the target's route multiplies by a reciprocal instead, blocks of
+  // four vectors and more keep a loop per block, which takes one reciprocal per block.
+  const int shift = VectorBlockShift(c.plan, lanes, (reciprocal ? 3 : kMaxFlatBlockVectors) * lanes);
   if (shift >= 0) {
     // Whole blocks in the middle; a partial block at either end of the task goes the general way.
     // 2/4-bit y packs whole groups of four vectors in registers: the last partial group goes the
     // general way too.
     const int64_t block = c.plan.block;
-    const int64_t group = OutBits(Y) < 8 ? 4 * static_cast<int64_t>(hn::Lanes(DF())) : block;
+    const int64_t group = OutBits(Y) < 8 ? std::max(4 * lanes, block) : block;
     const WholeBlocks whole = WholeBlocksOf(begin, end, block, group);
     QuantizeGeneral<X, P, Y>(c, y, begin, whole.lo, reciprocal, stream);
     QuantizeVectorBlocks<X, P, Y>(c, y, whole.lo, whole.hi, shift, stream);
     QuantizeGeneral<X, P, Y>(c, y, whole.hi, end, reciprocal, stream);
     return;
   }
-  if (UniformBlocks(c.plan, 4 * static_cast<int64_t>(hn::Lanes(DF())))) {
+  if (UniformBlocks(c.plan, 4 * lanes)) {
     // Whole blocks in the middle; a partial block at either end of the task goes the general way.
     const WholeBlocks whole = WholeBlocksOf(begin, end, c.plan.block, c.plan.block);
     QuantizeGeneral<X, P, Y>(c, y, begin, whole.lo, reciprocal, stream);
