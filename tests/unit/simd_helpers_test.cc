@@ -269,19 +269,28 @@ void CheckPacking() {
           << kBits << "-bit PackWholeBytes of " << bytes << " bytes, byte " << b;
     }
     std::vector<uint8_t> unpacked(256 * kPerByte, 0xEE);
+    std::vector<uint8_t> values(256 * kPerByte, 0xEE);
     UnpackWholeBytes<kBits>(packed.data(), bytes, unpacked.data());
+    UnpackWholeBytes<kBits, true>(packed.data(), bytes, values.data());
     for (int64_t i = 0; i < 256 * kPerByte; ++i) {
-      const uint8_t expected = i < bytes * kPerByte ? static_cast<uint8_t>(codes[i] & ((1u << kBits) - 1)) : 0xEE;
-      ASSERT_EQ(unpacked[i], expected) << kBits << "-bit UnpackWholeBytes of " << bytes << " bytes, code " << i;
+      const uint8_t code = static_cast<uint8_t>(codes[i] & ((1u << kBits) - 1));
+      ASSERT_EQ(unpacked[i], i < bytes * kPerByte ? code : 0xEE)
+          << kBits << "-bit UnpackWholeBytes of " << bytes << " bytes, code " << i;
+      ASSERT_EQ(values[i], i < bytes * kPerByte ? static_cast<uint8_t>(sign_extend(code, kBits)) : 0xEE)
+          << kBits << "-bit signed UnpackWholeBytes of " << bytes << " bytes, code " << i;
     }
   }
-  // Every start within a byte and many counts: UnpackCodes against unpack_codes.
+  // Every start within a byte and many counts: UnpackCodes against unpack_codes, and the signed
+  // values against its codes sign-extended.
   for (int64_t first = 0; first < 2 * kPerByte; ++first) {
     for (int64_t count = 0; count <= 200; ++count) {
-      std::vector<uint8_t> got(200, 0xEE), expected(200, 0xEE);
+      std::vector<uint8_t> got(200, 0xEE), got_values(200, 0xEE), expected(200, 0xEE);
       UnpackCodes<kBits>(packed.data(), first, count, got.data());
+      UnpackCodes<kBits, true>(packed.data(), first, count, got_values.data());
       unpack_codes(packed.data(), kBits, first, count, expected.data());
       ASSERT_EQ(got, expected) << kBits << "-bit UnpackCodes from " << first << ", " << count << " codes";
+      for (int64_t i = 0; i < count; ++i) expected[i] = static_cast<uint8_t>(sign_extend(expected[i], kBits));
+      ASSERT_EQ(got_values, expected) << kBits << "-bit signed UnpackCodes from " << first << ", " << count << " codes";
     }
   }
 }
@@ -366,20 +375,28 @@ void TestSaturatingStores() {
   CheckSaturatingStores<true>();
 }
 
-/// LoadInt's sign extension of unpacked 2/4-bit codes and its 8/16-bit widening, every code.
+/// LoadInt's widening of unpacked 2/4-bit values (as UnpackCodes writes them) and of 8/16-bit
+/// integers, every code.
 void TestLoadIntEveryCode() {
   const DI di;
   const size_t lanes = hn::Lanes(di);
   HWY_ALIGN int32_t got[HWY_MAX_BYTES / 4];
   std::vector<uint8_t> bytes(256 + lanes);
   for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<uint8_t>(i);
+  // Every 4-bit and 2-bit code (the low bits of i), unpacked signed and unsigned.
+  std::vector<uint8_t> nibbles((256 + lanes) / 2), crumbs((256 + lanes) / 4);
+  pack_codes(bytes.data(), 4, 0, static_cast<int64_t>(2 * nibbles.size()), nibbles.data(), true);
+  pack_codes(bytes.data(), 2, 0, static_cast<int64_t>(4 * crumbs.size()), crumbs.data(), true);
+  std::vector<uint8_t> int4_values(bytes.size()), uint2_values(bytes.size());
+  UnpackCodes<4, true>(nibbles.data(), 0, static_cast<int64_t>(2 * nibbles.size()), int4_values.data());
+  UnpackCodes<2, false>(crumbs.data(), 0, static_cast<int64_t>(4 * crumbs.size()), uint2_values.data());
   std::vector<uint16_t> words(65536 + lanes);
   for (size_t i = 0; i < words.size(); ++i) words[i] = static_cast<uint16_t>(i);
   for (size_t i = 0; i < 256; i += lanes) {
     for (size_t n = 1; n <= lanes; n += lanes - 1 > 0 ? lanes - 1 : 1) {
-      hn::Store(LoadInt<4, true>(bytes.data(), static_cast<int64_t>(i), n), di, got);
-      for (size_t j = 0; j < n; ++j) ASSERT_EQ(got[j], sign_extend(bytes[i + j], 4));
-      hn::Store(LoadInt<2, false>(bytes.data(), static_cast<int64_t>(i), n), di, got);
+      hn::Store(LoadInt<4, true>(int4_values.data(), static_cast<int64_t>(i), n), di, got);
+      for (size_t j = 0; j < n; ++j) ASSERT_EQ(got[j], sign_extend(bytes[i + j] & 15, 4));
+      hn::Store(LoadInt<2, false>(uint2_values.data(), static_cast<int64_t>(i), n), di, got);
       for (size_t j = 0; j < n; ++j) ASSERT_EQ(got[j], bytes[i + j] & 3);
       hn::Store(LoadInt<8, true>(bytes.data(), static_cast<int64_t>(i), n), di, got);
       for (size_t j = 0; j < n; ++j) ASSERT_EQ(got[j], static_cast<int8_t>(bytes[i + j]));

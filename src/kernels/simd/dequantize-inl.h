@@ -18,7 +18,8 @@
 //   other blocked; per-axis      chunks of kChunk: long float32 segments stepping by one read their
 //   with inner < 256             parameters in place (InPlaceParams), the rest of the chunk is
 //                                expanded per element first (ExpandedView)
-// 2/4-bit x is unpacked a chunk (or piece) at a time into a code buffer first (pack-inl.h). float8 and
+// 2/4-bit x is unpacked a chunk (or piece) at a time into a buffer first, one value per byte (int8 for
+// int4/int2, so that the loop widens it with one instruction: pack-inl.h). float8 and
 // float4 codes decode with LoadDecoded (convert-inl.h): through float16 or a register table.
 //
 // Stores (StoreMode): every path above takes `stream` at run time, DequantizeLoop does not. Normal
@@ -187,7 +188,7 @@ HWY_INLINE void LoadDequantizeParams(const DequantizeCall& c, int64_t first, int
   const bool has_zp = c.zero_point != nullptr;
   HWY_ALIGN uint8_t zp_codes[kBits < 8 ? ExpandedParams::kSize : 1];
   if constexpr (kBits < 8) {
-    if (has_zp) UnpackCodes<kBits>(static_cast<const uint8_t*>(c.zero_point), first, count, zp_codes);
+    if (has_zp) UnpackCodes<kBits, IsSignedIn(X)>(static_cast<const uint8_t*>(c.zero_point), first, count, zp_codes);
   }
   WithScaleType(c.scale_type, [&](auto scale_type) {
     ForEachVector(count, [&](int64_t k, size_t n) QDQ_INLINE_LAMBDA {
@@ -281,9 +282,10 @@ HWY_NOINLINE void DequantizeGeneral(const DequantizeCall& c, void* y, int64_t be
       const int64_t count = chunk_end - chunk;
       const int64_t whole = count / per_byte;
       const auto* packed = static_cast<const uint8_t*>(c.x);
-      UnpackWholeBytes<kBits>(packed + chunk / per_byte, whole, codes);
+      UnpackWholeBytes<kBits, IsSignedIn(X)>(packed + chunk / per_byte, whole, codes);
       if (whole * per_byte < count) {
-        unpack_codes(packed, kBits, chunk + whole * per_byte, count - whole * per_byte, codes + whole * per_byte);
+        UnpackCodesScalar<kBits, IsSignedIn(X)>(packed, chunk + whole * per_byte, count - whole * per_byte,
+                                                codes + whole * per_byte);
       }
     }
     if (expand) {
@@ -355,8 +357,8 @@ HWY_NOINLINE void DequantizeUniformBlocks(const DequantizeCall& c, void* y, int6
     if constexpr (kBits < 8) {
       // Pieces start and end on multiples of 4 elements: whole bytes.
       const int per_byte = 8 / kBits;
-      UnpackWholeBytes<kBits>(static_cast<const uint8_t*>(c.x) + piece / per_byte, (piece_end - piece) / per_byte,
-                              codes);
+      UnpackWholeBytes<kBits, IsSignedIn(X)>(static_cast<const uint8_t*>(c.x) + piece / per_byte,
+                                             (piece_end - piece) / per_byte, codes);
       src = codes;
       src_base = piece;
     }
@@ -396,7 +398,8 @@ HWY_NOINLINE void DequantizeVectorBlocks(const DequantizeCall& c, void* y, int64
     if constexpr (kBits < 8) {
       // Pieces start and end on whole blocks of at least 4 elements: whole bytes.
       const int per_byte = 8 / kBits;
-      UnpackWholeBytes<kBits>(static_cast<const uint8_t*>(c.x) + piece / per_byte, count / per_byte, codes);
+      UnpackWholeBytes<kBits, IsSignedIn(X)>(static_cast<const uint8_t*>(c.x) + piece / per_byte, count / per_byte,
+                                             codes);
       src = codes;
       src_index = 0;
     }

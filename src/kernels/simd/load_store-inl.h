@@ -59,8 +59,8 @@ HWY_INLINE VF LoadScaleAsFloat(const void* scale, int64_t index, size_t n) {
   }
 }
 
-/// Lanes [0, n) of an 8/16-bit integer array (or of unpacked 2/4-bit codes, one per byte,
-/// sign-extended from `bits` when Signed) as int32.
+/// Lanes [0, n) of an 8/16-bit integer array, or of unpacked 2/4-bit values (one per byte, as
+/// UnpackCodes<Bits, Signed> writes them: int8 when Signed), as int32.
 template <int Bits, bool Signed>
 HWY_INLINE VI LoadInt(const void* base, int64_t index, size_t n) {
   const DI di;
@@ -68,15 +68,11 @@ HWY_INLINE VI LoadInt(const void* base, int64_t index, size_t n) {
     using T = std::conditional_t<Signed, int16_t, uint16_t>;
     const hn::Rebind<T, DF> d;
     return hn::PromoteTo(di, LoadPartial(d, static_cast<const T*>(base) + index, n));
-  } else if constexpr (Bits == 8) {
+  } else {
+    static_assert(Bits == 8 || Bits == 4 || Bits == 2);
     using T = std::conditional_t<Signed, int8_t, uint8_t>;
     const hn::Rebind<T, DF> d;
     return hn::PromoteTo(di, LoadPartial(d, static_cast<const T*>(base) + index, n));
-  } else {
-    const hn::Rebind<uint8_t, DF> d;
-    const VI v = hn::PromoteTo(di, LoadPartial(d, static_cast<const uint8_t*>(base) + index, n));
-    if constexpr (Signed) return hn::ShiftRight<32 - Bits>(hn::ShiftLeft<32 - Bits>(v));
-    return hn::And(v, hn::Set(di, (1 << Bits) - 1));
   }
 }
 

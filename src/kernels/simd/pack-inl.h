@@ -68,18 +68,45 @@ HWY_INLINE void PackWholeBytes(const uint8_t* codes, int64_t bytes, uint8_t* out
   }
 }
 
-/// Unpacks `bytes` whole bytes of kBits-bit codes into one code per byte (no sign extension).
-template <int kBits>
+/// unpack_codes, then (kSigned) each code's two's-complement value as an int8 byte.
+template <int kBits, bool kSigned>
+HWY_INLINE void UnpackCodesScalar(const uint8_t* packed, int64_t first, int64_t count, uint8_t* codes) {
+  unpack_codes(packed, kBits, first, count, codes);
+  if constexpr (kSigned) {
+    constexpr int kHalf = 1 << (kBits - 1);
+    for (int64_t i = 0; i < count; ++i) codes[i] = static_cast<uint8_t>((codes[i] ^ kHalf) - kHalf);
+  }
+}
+
+/// The values of 2/4-bit codes 0..15 as bytes, as a byte-shuffle table: int8 sign-extended when
+/// kSigned, the codes themselves otherwise.
+template <int kBits, bool kSigned>
+HWY_INLINE hn::Vec<hn::Full128<uint8_t>> CodeValueTable() {
+  const hn::Full128<uint8_t> d8;
+  const auto codes = hn::Iota(d8, 0);
+  if constexpr (!kSigned) return codes;
+  const auto half = hn::Set(d8, static_cast<uint8_t>(1u << (kBits - 1)));
+  return hn::Sub(hn::Xor(codes, half), half);  // modulo 256: the int8 bytes of the values
+}
+
+/// Unpacks `bytes` whole bytes of kBits-bit codes into one value per byte: the code (kSigned false)
+/// or its two's-complement value as int8 (kSigned), which LoadInt<kBits, kSigned> widens.
+template <int kBits, bool kSigned = false>
 HWY_INLINE void UnpackWholeBytes(const uint8_t* packed, int64_t bytes, uint8_t* codes) {
   CheckPackedWidth<kBits>();
   const hn::Full128<uint8_t> d8;
+  // Signed codes take one byte shuffle each (every index is below 16): their int8 values.
+  const auto value_of = [table = CodeValueTable<kBits, kSigned>()](auto code) QDQ_INLINE_LAMBDA {
+    if constexpr (kSigned) return hn::TableLookupBytes(table, code);
+    return code;
+  };
   int64_t b = 0;
   if constexpr (kBits == 4) {
     const auto mask = hn::Set(d8, 0x0F);
     for (; b + 16 <= bytes; b += 16) {
       const auto v = hn::LoadU(d8, packed + b);
-      const auto lo = hn::And(v, mask);
-      const auto hi = hn::And(hn::ShiftRight<4>(v), mask);
+      const auto lo = value_of(hn::And(v, mask));
+      const auto hi = value_of(hn::And(hn::ShiftRight<4>(v), mask));
       hn::StoreU(hn::InterleaveLower(d8, lo, hi), d8, codes + 2 * b);
       hn::StoreU(hn::InterleaveUpper(d8, lo, hi), d8, codes + 2 * b + 16);
     }
@@ -88,10 +115,10 @@ HWY_INLINE void UnpackWholeBytes(const uint8_t* packed, int64_t bytes, uint8_t* 
     const auto mask = hn::Set(d8, 0x03);
     for (; b + 16 <= bytes; b += 16) {
       const auto v = hn::LoadU(d8, packed + b);
-      const auto c0 = hn::And(v, mask);
-      const auto c1 = hn::And(hn::ShiftRight<2>(v), mask);
-      const auto c2 = hn::And(hn::ShiftRight<4>(v), mask);
-      const auto c3 = hn::ShiftRight<6>(v);
+      const auto c0 = value_of(hn::And(v, mask));
+      const auto c1 = value_of(hn::And(hn::ShiftRight<2>(v), mask));
+      const auto c2 = value_of(hn::And(hn::ShiftRight<4>(v), mask));
+      const auto c3 = value_of(hn::ShiftRight<6>(v));
       const auto c01l = hn::BitCast(d16, hn::InterleaveLower(d8, c0, c1));
       const auto c01u = hn::BitCast(d16, hn::InterleaveUpper(d8, c0, c1));
       const auto c23l = hn::BitCast(d16, hn::InterleaveLower(d8, c2, c3));
@@ -105,22 +132,23 @@ HWY_INLINE void UnpackWholeBytes(const uint8_t* packed, int64_t bytes, uint8_t* 
   }
   if (b < bytes) {
     constexpr int kPerByte = 8 / kBits;
-    unpack_codes(packed + b, kBits, 0, (bytes - b) * kPerByte, codes + b * kPerByte);
+    UnpackCodesScalar<kBits, kSigned>(packed + b, 0, (bytes - b) * kPerByte, codes + b * kPerByte);
   }
 }
 
-/// Unpacks codes [first, first + count) of a packed 2/4-bit array into one code per byte: the
-/// whole bytes vectorised, a partial byte at either end through unpack_codes.
-template <int kBits>
+/// Unpacks codes [first, first + count) of a packed 2/4-bit array into one value per byte, as
+/// UnpackWholeBytes does: the whole bytes vectorised, a partial byte at either end through
+/// unpack_codes.
+template <int kBits, bool kSigned = false>
 HWY_INLINE void UnpackCodes(const uint8_t* packed, int64_t first, int64_t count, uint8_t* codes) {
   CheckPackedWidth<kBits>();
   constexpr int kPerByte = 8 / kBits;
   const int64_t lead = std::min<int64_t>(count, (kPerByte - first % kPerByte) % kPerByte);
-  if (lead > 0) unpack_codes(packed, kBits, first, lead, codes);
+  if (lead > 0) UnpackCodesScalar<kBits, kSigned>(packed, first, lead, codes);
   const int64_t bytes = (count - lead) / kPerByte;
-  UnpackWholeBytes<kBits>(packed + (first + lead) / kPerByte, bytes, codes + lead);
+  UnpackWholeBytes<kBits, kSigned>(packed + (first + lead) / kPerByte, bytes, codes + lead);
   const int64_t done = lead + bytes * kPerByte;
-  if (done < count) unpack_codes(packed, kBits, first + done, count - done, codes + done);
+  if (done < count) UnpackCodesScalar<kBits, kSigned>(packed, first + done, count - done, codes + done);
 }
 
 /// Packs 4·Lanes codes of kBits (2 or 4) bits, int32 lanes already in the output's range, in ONNX

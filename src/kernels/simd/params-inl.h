@@ -90,7 +90,7 @@ class InPlaceParams {
       zero_point_ = zero_point;
       zero_point_index_ = param;
     } else {
-      UnpackCodes<kBits>(static_cast<const uint8_t*>(zero_point), param, count, codes_);
+      UnpackCodes<kBits, kSigned>(static_cast<const uint8_t*>(zero_point), param, count, codes_);
       zero_point_ = codes_;
     }
   }

@@ -367,7 +367,8 @@ HWY_INLINE void LoadQuantizeParams(const QuantizeCall& c, int64_t first, int64_t
   constexpr bool kPackedZeroPoint = OutBits(Y) < 8;
   HWY_ALIGN uint8_t zp_codes[kPackedZeroPoint ? ExpandedParams::kSize : 1];
   if constexpr (kPackedZeroPoint) {
-    if (has_zp) UnpackCodes<OutBits(Y)>(static_cast<const uint8_t*>(c.zero_point), first, count, zp_codes);
+    if (has_zp)
+      UnpackCodes<OutBits(Y), IsSignedOut(Y)>(static_cast<const uint8_t*>(c.zero_point), first, count, zp_codes);
   }
   WithScaleType(c.scale_type, [&](auto scale_type) {
     ForEachVector(count, [&](int64_t k, size_t n) QDQ_INLINE_LAMBDA {
