@@ -40,6 +40,49 @@ HWY_INLINE void PackWholeBytes(const uint8_t* codes, int64_t bytes, uint8_t* out
   CheckPackedWidth<kBits>();
   const hn::Full128<uint8_t> d8;
   int64_t b = 0;
+#if HWY_TARGET == HWY_AVX2 || HWY_TARGET == HWY_SSE4
+  // pmaddubsw sums each pair of masked codes with weights 1 and 2^kBits into one 16-bit lane (at
+  // most 255, no saturation); for 2-bit codes pmaddwd then sums pairs of pairs with weights 1 and 16.
+  // The unsigned packs narrow the sums, already bytes, to bytes.
+#if HWY_TARGET == HWY_AVX2
+  const __m256i mask = _mm256_set1_epi8(static_cast<char>((1 << kBits) - 1));
+  const __m256i pair_weights = _mm256_set1_epi16(static_cast<int16_t>(0x0001 | (1 << kBits) << 8));
+  constexpr int64_t kCodesPerStep = 32;
+  for (; b + kCodesPerStep * kBits / 8 <= bytes; b += kCodesPerStep * kBits / 8) {
+    const __m256i v =
+        _mm256_and_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(codes + b * 8 / kBits)), mask);
+    const __m256i pairs = _mm256_maddubs_epi16(v, pair_weights);
+    if constexpr (kBits == 4) {
+      // Each 128-bit half narrows to 8 bytes; the two halves' bytes are qwords 0 and 2.
+      const __m256i packed = _mm256_permute4x64_epi64(_mm256_packus_epi16(pairs, pairs), 0x08);
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(out + b), _mm256_castsi256_si128(packed));
+    } else {
+      const __m256i quads = _mm256_madd_epi16(pairs, _mm256_set1_epi32(0x00100001));
+      const __m256i words = _mm256_packus_epi32(quads, quads);
+      // Each 128-bit half narrows to 4 bytes; the two halves' bytes are dwords 0 and 4.
+      const __m256i packed =
+          _mm256_permutevar8x32_epi32(_mm256_packus_epi16(words, words), _mm256_setr_epi32(0, 4, 0, 0, 0, 0, 0, 0));
+      _mm_storel_epi64(reinterpret_cast<__m128i*>(out + b), _mm256_castsi256_si128(packed));
+    }
+  }
+#else
+  const __m128i mask = _mm_set1_epi8(static_cast<char>((1 << kBits) - 1));
+  const __m128i pair_weights = _mm_set1_epi16(static_cast<int16_t>(0x0001 | (1 << kBits) << 8));
+  constexpr int64_t kCodesPerStep = 16;
+  for (; b + kCodesPerStep * kBits / 8 <= bytes; b += kCodesPerStep * kBits / 8) {
+    const __m128i v = _mm_and_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(codes + b * 8 / kBits)), mask);
+    const __m128i pairs = _mm_maddubs_epi16(v, pair_weights);
+    if constexpr (kBits == 4) {
+      _mm_storel_epi64(reinterpret_cast<__m128i*>(out + b), _mm_packus_epi16(pairs, pairs));
+    } else {
+      const __m128i quads = _mm_madd_epi16(pairs, _mm_set1_epi32(0x00100001));
+      const __m128i words = _mm_packus_epi32(quads, quads);
+      const int packed = _mm_cvtsi128_si32(_mm_packus_epi16(words, words));
+      std::memcpy(out + b, &packed, 4);
+    }
+  }
+#endif
+#endif
   if constexpr (kBits == 4) {
     const hn::Full128<uint16_t> d16;
     const hn::Full64<uint8_t> d8h;
