@@ -262,6 +262,12 @@ HWY_INLINE uint8_t* OutputAt(void* y, int64_t at) {
 template <T X, T Y>
 HWY_NOINLINE void DequantizeGeneral(const DequantizeCall& c, void* y, int64_t begin, int64_t end, bool stream) {
   constexpr int kBits = InBits(X);
+  if (kBits >= 8 && !stream && c.plan.granularity == Granularity::kPerTensor && end > begin) {
+    // One run over the whole range: chunks serve only the unpacking and the stage, and each would
+    // load the parameters again.
+    DequantizeRun<X, Y>(c, c.x, begin, begin, end - begin, 0, y);
+    return;
+  }
   HWY_ALIGN uint8_t codes[kBits < 8 ? kChunk : 1];
   HWY_ALIGN uint8_t stage[kChunk * kOutputBytesPer<Y>];  // streaming: a chunk's bytes of y
   SegmentCursor cursor(c.plan, begin);

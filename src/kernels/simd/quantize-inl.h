@@ -427,6 +427,12 @@ HWY_NOINLINE void QuantizeGeneral(const QuantizeCall& c, void* y, int64_t begin,
       begin += whole;
     }
   }
+  if (!kPacked && !stream && c.plan.granularity == Granularity::kPerTensor && end > begin) {
+    // One run over the whole range: chunks serve only the code buffer and the stage, and each
+    // would load the parameters and choose the quotient route again.
+    QuantizeRun<X, P, Y, false>(c, begin, end - begin, BroadcastAt<P, Y>(c, 0), OutputAt<Y>(y, begin), reciprocal);
+    return;
+  }
   HWY_ALIGN uint8_t codes[kPacked ? kChunk : 1];
   SegmentCursor cursor(c.plan, begin);
   // Per-axis runs along a long inner dimension keep their scale in a register; everything else that
