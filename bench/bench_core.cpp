@@ -272,7 +272,7 @@ class Case final : public PreparedCase {
     const T q_type = quantize ? info.y : info.x;
     std::uniform_real_distribution<float> scale_dist(0.01f, 0.02f);
     std::vector<float> scales(static_cast<size_t>(scale_count));
-    for (auto& s : scales) s = getenv("QDQ_POW2") ? 0.015625f : scale_dist(rng);
+    for (auto& s : scales) s = scale_dist(rng);
     scale_ = float_bytes(float_type == T::kFloat ? T::kFloat : float_type, scales);
     scale_type_ = float_type;
     if (is_integer(q_type)) {
