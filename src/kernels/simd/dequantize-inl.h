@@ -283,16 +283,8 @@ HWY_NOINLINE void DequantizeGeneral(const DequantizeCall& c, void* y, int64_t be
     void* const out = piece.Out();  // output element e at out[e - out_base]
     const int64_t out_base = chunk;
     if constexpr (kBits < 8) {
-      // `chunk` is a multiple of 4: the chunk starts on a byte boundary.
-      const int per_byte = 8 / kBits;
-      const int64_t count = chunk_end - chunk;
-      const int64_t whole = count / per_byte;
-      const auto* packed = static_cast<const uint8_t*>(c.x);
-      UnpackWholeBytes<kBits, IsSignedIn(X)>(packed + chunk / per_byte, whole, codes);
-      if (whole * per_byte < count) {
-        UnpackCodesScalar<kBits, IsSignedIn(X)>(packed, chunk + whole * per_byte, count - whole * per_byte,
-                                                codes + whole * per_byte);
-      }
+      // `chunk` is a multiple of 4: whole bytes vectorised, a partial last byte by the scalar rest.
+      UnpackCodes<kBits, IsSignedIn(X)>(static_cast<const uint8_t*>(c.x), chunk, chunk_end - chunk, codes);
     }
     if (expand) {
       // Long segments whose float32 scales step by one read their parameters in place; whatever
