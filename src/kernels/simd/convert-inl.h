@@ -24,63 +24,111 @@ namespace HWY_NAMESPACE {
 // ---------------------------------------------------------------------------------------------
 // Minifloat conversions. F is one of the MiniFloat formats of types/float_formats.hpp.
 
-/// EncodeF for the 8- and 4-bit formats (the float8 types, FLOAT4E2M1), in fewer operations than
-/// the general form below: saturation clamps the finite magnitude before rounding (a NaN compares
-/// false and stays NaN); overflow, ±inf and NaN then all produce codes above the largest finite one,
-/// sorted out by one unsigned minimum and, per format, a select; codes below the smallest normal come
-/// from the FPU's own round-to-nearest-even of |v| + 2^k, where 2^k has the format's subnormal
-/// spacing as its ulp.
+/// min(limit, v) for a non-NaN limit, a NaN v passed through.
+HWY_INLINE VF MinKeepingNaN(VF limit, VF v) {
+#if HWY_TARGET == HWY_AVX3
+  return VF{_mm512_min_ps(limit.raw, v.raw)};  // minps returns its second operand when either is NaN
+#elif HWY_TARGET == HWY_AVX2
+  return VF{_mm256_min_ps(limit.raw, v.raw)};
+#elif HWY_TARGET == HWY_SSE4
+  return VF{_mm_min_ps(limit.raw, v.raw)};
+#else
+  return hn::IfThenElse(hn::Gt(v, limit), limit, v);
+#endif
+}
+
+/// v clamped to [-limit, limit], a NaN v becoming +limit.
+HWY_INLINE VF ClampNaNToLimit(VF v, VF limit) {
+#if HWY_TARGET == HWY_AVX3
+  return VF{_mm512_max_ps(hn::Neg(limit).raw, _mm512_min_ps(v.raw, limit.raw))};  // NaN: second operand
+#elif HWY_TARGET == HWY_AVX2
+  return VF{_mm256_max_ps(hn::Neg(limit).raw, _mm256_min_ps(v.raw, limit.raw))};
+#elif HWY_TARGET == HWY_SSE4
+  return VF{_mm_max_ps(hn::Neg(limit).raw, _mm_min_ps(v.raw, limit.raw))};
+#else
+  return hn::IfThenElse(hn::IsNaN(v), limit, hn::Clamp(v, hn::Neg(limit), limit));
+#endif
+}
+
+/// The code of |v| in format F (a float8 type or FLOAT4E2M1), the sign left to ApplyNarrowSign:
+/// EncodeNarrow without its sign. FLOAT4E2M1 replaces v by v clamped to ±6, NaN by +6, whose sign
+/// is then the code's; the other formats leave v as it is.
+///
+/// Saturation clamps the finite magnitude before rounding (a NaN stays NaN). The normal-range code
+/// rounds the float32 bits at the format's last mantissa bit (a carry moves into the exponent); below
+/// the smallest normal it wraps around to above every code, and the code comes from the FPU's own
+/// round-to-nearest-even of |v| + 2^k instead, where 2^k has the format's subnormal spacing as its ulp.
+/// From the smallest normal up, that sum's code is the normal code or above it (2^j·(1 + f) ≥ j + 1 +
+/// f, and from 2^k up it jumps by 2^23), so one unsigned minimum picks the right one. Overflow, ±inf and NaN end above
+/// the largest finite code, sorted out by one more minimum and, per format, a select.
 template <class F>
-HWY_INLINE VU EncodeNarrow(VF v, bool saturate) {
+HWY_INLINE VU EncodeNarrowMagnitude(VF& v, bool saturate) {
   static_assert(F::kBits <= 8);
   const DF df;
   const DI di;
   const DU du;
   constexpr int kM = F::kManBits;
   constexpr int kS = 23 - kM;
-  constexpr bool kSaturateAlways = F::kSpecials == SpecialValues::kNone;
-  const VU bits = hn::BitCast(du, v);
-  const VU sign = hn::ShiftRight<31 - F::kExpBits - kM>(hn::And(bits, hn::Set(du, 0x80000000u)));
-  VU mag = hn::And(bits, hn::Set(du, 0x7FFFFFFFu));
-  if (saturate || kSaturateAlways) {
-    // The largest finite value, as float32 bits: exponent and mantissa of kMaxCode, rebiased.
-    constexpr uint32_t kMaxBits = ((F::kMaxCode >> kM) + 127 - F::kBias) << 23 | (F::kMaxCode & F::kManMask) << kS;
-    const VF max = hn::BitCast(df, hn::Set(du, kMaxBits));
-    const VF magnitude = hn::BitCast(df, mag);
-    auto over = hn::Gt(magnitude, max);
-    if constexpr (F::kSpecials == SpecialValues::kFnuz) {
-      // ±inf becomes the NaN even when saturating: only finite magnitudes are clamped.
-      over = hn::And(over, hn::RebindMask(df, hn::Lt(hn::BitCast(di, mag), hn::Set(di, 0x7F800000))));
-    }
-    mag = hn::BitCast(du, hn::IfThenElse(over, max, magnitude));
+  // The largest finite value, as float32 bits: exponent and mantissa of kMaxCode, rebiased.
+  constexpr uint32_t kMaxBits = ((F::kMaxCode >> kM) + 127 - F::kBias) << 23 | (F::kMaxCode & F::kManMask) << kS;
+  const VF max = hn::BitCast(df, hn::Set(du, kMaxBits));
+  if constexpr (F::kSpecials == SpecialValues::kNone) v = ClampNaNToLimit(v, max);
+  VU mag = hn::And(hn::BitCast(du, v), hn::Set(du, 0x7FFFFFFFu));
+  // FLOAT8 FNUZ formats with saturation: ±inf and NaN become the NaN, finite magnitudes are clamped.
+  const bool fnuz_saturate = F::kSpecials == SpecialValues::kFnuz && saturate;
+  auto inf_or_nan = hn::Gt(hn::BitCast(di, mag), hn::Set(di, 0x7F7FFFFF));
+  if (fnuz_saturate) {
+    mag = hn::Min(mag, hn::Set(du, kMaxBits));
+  } else if (saturate && F::kSpecials != SpecialValues::kNone) {
+    mag = hn::BitCast(du, MinKeepingNaN(max, hn::BitCast(df, mag)));
   }
+  // Rounded at bit kS less the smallest normal's bits, then shifted: the code less 2^M, which wraps
+  // around below the smallest normal; adding 2^M back keeps it wrapped there.
+  constexpr uint32_t kSmallestNormalBits = static_cast<uint32_t>(128 - F::kBias) << 23;
   const VU odd = hn::And(hn::ShiftRight<kS>(mag), hn::Set(du, 1u));
-  const VU rounded = hn::Add(mag, hn::Add(hn::Set(du, (1u << (kS - 1)) - 1u), odd));
-  VU code = hn::Sub(hn::ShiftRight<kS>(rounded), hn::Set(du, static_cast<uint32_t>(127 - F::kBias) << kM));
-  // Below the smallest normal (the normal code above wraps around there): spacing 2^(1 - bias - M).
+  const VU rounded = hn::Add(mag, hn::Add(hn::Set(du, (1u << (kS - 1)) - 1u - kSmallestNormalBits), odd));
+  const VU code = hn::Add(hn::ShiftRight<kS>(rounded), hn::Set(du, 1u << kM));
+  // Below the smallest normal: spacing 2^(1 - bias - M).
   const VF magic = hn::BitCast(df, hn::Set(du, static_cast<uint32_t>(127 + 1 - F::kBias - kM + 23) << 23));
   const VU tiny_code = hn::Sub(hn::BitCast(du, hn::Add(hn::BitCast(df, mag), magic)), hn::BitCast(du, magic));
-  const auto tiny = hn::Lt(hn::BitCast(di, mag), hn::Set(di, static_cast<int32_t>(127 + 1 - F::kBias) << 23));
-  code = hn::IfThenElse(hn::RebindMask(du, tiny), tiny_code, code);
+  const VU both = hn::Min(code, tiny_code);
   if constexpr (F::kSpecials == SpecialValues::kFn) {
     // Overflow (not saturating), ±inf and NaN: the NaN S.1111.111.
-    return hn::Or(hn::Min(code, hn::Set(du, F::kMagnitudeMask)), sign);
+    return hn::Min(both, hn::Set(du, F::kMagnitudeMask));
   } else if constexpr (F::kSpecials == SpecialValues::kIeee) {
-    // Overflow (not saturating) and ±inf: ±inf; NaN: the quiet NaN.
+    // Saturating, only a NaN passes the largest finite code, and the quiet NaN's code is above it;
+    // otherwise overflow and ±inf give ±inf and a NaN the quiet NaN.
+    if (saturate) return hn::Min(both, hn::Set(du, nan_code<F>(false)));
     const auto is_nan = hn::Gt(hn::BitCast(di, mag), hn::Set(di, 0x7F800000));
-    code = hn::IfThenElse(hn::RebindMask(du, is_nan), hn::Set(du, nan_code<F>(false)),
-                          hn::Min(code, hn::Set(du, F::kExpFieldMax << kM)));
-    return hn::Or(code, sign);
+    return hn::IfThenElse(hn::RebindMask(du, is_nan), hn::Set(du, nan_code<F>(false)),
+                          hn::Min(both, hn::Set(du, F::kExpFieldMax << kM)));
   } else if constexpr (F::kSpecials == SpecialValues::kFnuz) {
-    // Overflow (not saturating), ±inf and NaN: the unsigned NaN 0x80; zero has no sign.
-    code = hn::Min(code, hn::Set(du, F::kSignBit));
-    const auto unsigned_code = hn::Or(hn::Eq(code, hn::Set(du, F::kSignBit)), hn::Eq(code, hn::Zero(du)));
-    return hn::IfThenElse(unsigned_code, code, hn::Or(code, sign));
+    // Overflow (not saturating), ±inf and NaN: the unsigned NaN 0x80.
+    if (fnuz_saturate) return hn::IfThenElse(hn::RebindMask(du, inf_or_nan), hn::Set(du, F::kSignBit), both);
+    return hn::Min(both, hn::Set(du, F::kSignBit));
   } else {
-    // FLOAT4E2M1 (clamped above, so only a NaN passes the largest code): NaN is +6, unsigned.
-    const auto is_nan = hn::Gt(code, hn::Set(du, F::kMaxCode));
-    return hn::IfThenElse(is_nan, hn::Set(du, F::kMaxCode), hn::Or(code, sign));
+    (void)inf_or_nan;
+    return both;  // FLOAT4E2M1: clamped above, NaN included
   }
+}
+
+/// The signed code of EncodeNarrowMagnitude's `magnitude` and (possibly replaced) v: v's sign bit
+/// on top, except that FNUZ zero has no sign (and their NaN 0x80 has it already).
+template <class F>
+HWY_INLINE VU ApplyNarrowSign(VU magnitude, VF v) {
+  const DU du;
+  const VU sign = hn::ShiftRight<31 - F::kExpBits - F::kManBits>(hn::And(hn::BitCast(du, v), hn::Set(du, 0x80000000u)));
+  if constexpr (F::kSpecials == SpecialValues::kFnuz) {
+    return hn::Or(magnitude, hn::IfThenZeroElse(hn::Eq(magnitude, hn::Zero(du)), sign));
+  }
+  return hn::Or(magnitude, sign);
+}
+
+/// EncodeF for the 8- and 4-bit formats (the float8 types, FLOAT4E2M1).
+template <class F>
+HWY_INLINE VU EncodeNarrow(VF v, bool saturate) {
+  const VU magnitude = EncodeNarrowMagnitude<F>(v, saturate);
+  return ApplyNarrowSign<F>(magnitude, v);
 }
 
 /// EncodeF for float16 and bfloat16 (IEEE specials; NaNs keep their top payload bits).

@@ -149,6 +149,51 @@ HWY_INLINE void StoreBytes4(VI a, VI b, VI c, VI d, uint8_t* out) {
 #endif
 }
 
+/// Stores 4·Lanes sign-magnitude byte codes: magnitudes a..d (int32 lanes, at most 0xFF) with the
+/// sign bits of sa..sd as bit 7, which where kZeroUnsigned a zero magnitude does not take. The signs
+/// go through the same saturating packs as the magnitudes (a negative int32 stays negative), so that
+/// one AND puts all of them in place: fewer operations than a shift per vector.
+template <bool kZeroUnsigned>
+HWY_INLINE void StoreSignedBytes4(VI a, VI b, VI c, VI d, VF sa, VF sb, VF sc, VF sd, uint8_t* out) {
+#if HWY_TARGET == HWY_AVX2
+  const __m256i codes =
+      _mm256_packus_epi16(_mm256_packs_epi32(a.raw, b.raw), _mm256_packs_epi32(c.raw, d.raw));  // as StoreBytes4
+  const __m256i signed_bytes =
+      _mm256_packs_epi16(_mm256_packs_epi32(_mm256_castps_si256(sa.raw), _mm256_castps_si256(sb.raw)),
+                         _mm256_packs_epi32(_mm256_castps_si256(sc.raw), _mm256_castps_si256(sd.raw)));
+  __m256i signs = _mm256_and_si256(signed_bytes, _mm256_set1_epi8(static_cast<char>(0x80)));
+  if constexpr (kZeroUnsigned) signs = _mm256_andnot_si256(_mm256_cmpeq_epi8(codes, _mm256_setzero_si256()), signs);
+  const __m256i bytes = _mm256_or_si256(codes, signs);
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(out),
+                      _mm256_permutevar8x32_epi32(bytes, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7)));
+#elif HWY_TARGET == HWY_AVX3
+  const __m512i codes = _mm512_packus_epi16(_mm512_packs_epi32(a.raw, b.raw), _mm512_packs_epi32(c.raw, d.raw));
+  const __m512i signed_bytes =
+      _mm512_packs_epi16(_mm512_packs_epi32(_mm512_castps_si512(sa.raw), _mm512_castps_si512(sb.raw)),
+                         _mm512_packs_epi32(_mm512_castps_si512(sc.raw), _mm512_castps_si512(sd.raw)));
+  __m512i signs = _mm512_and_si512(signed_bytes, _mm512_set1_epi8(static_cast<char>(0x80)));
+  if constexpr (kZeroUnsigned) signs = _mm512_maskz_mov_epi8(_mm512_test_epi8_mask(codes, codes), signs);
+  const __m512i order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+  _mm512_storeu_si512(out, _mm512_permutexvar_epi32(order, _mm512_or_si512(codes, signs)));
+#elif HWY_TARGET == HWY_SSE4
+  const __m128i codes = _mm_packus_epi16(_mm_packs_epi32(a.raw, b.raw), _mm_packs_epi32(c.raw, d.raw));
+  const __m128i signed_bytes = _mm_packs_epi16(_mm_packs_epi32(_mm_castps_si128(sa.raw), _mm_castps_si128(sb.raw)),
+                                               _mm_packs_epi32(_mm_castps_si128(sc.raw), _mm_castps_si128(sd.raw)));
+  __m128i signs = _mm_and_si128(signed_bytes, _mm_set1_epi8(static_cast<char>(0x80)));
+  if constexpr (kZeroUnsigned) signs = _mm_andnot_si128(_mm_cmpeq_epi8(codes, _mm_setzero_si128()), signs);
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(out), _mm_or_si128(codes, signs));
+#else
+  const DI di;
+  const auto with_sign = [&](VI m, VF s) {
+    VI sign = hn::ShiftRight<24>(hn::And(hn::BitCast(di, s), hn::Set(di, static_cast<int32_t>(0x80000000u))));
+    sign = hn::And(sign, hn::Set(di, 0x80));
+    if constexpr (kZeroUnsigned) sign = hn::IfThenZeroElse(hn::Eq(m, hn::Zero(di)), sign);
+    return hn::Or(m, sign);
+  };
+  StoreBytes4<false>(with_sign(a, sa), with_sign(b, sb), with_sign(c, sc), with_sign(d, sd), out);
+#endif
+}
+
 #endif  // QDQ_SIMD_HAS_KERNELS
 }  // namespace HWY_NAMESPACE
 }  // namespace qdq::detail::simd

@@ -258,6 +258,30 @@ HWY_INLINE void StoreGroup(VI c0, VI c1, VI c2, VI c3, uint8_t* out) {
   }
 }
 
+/// Stores the outputs of four vectors of rounded quotients, run elements [k, k + 4·Lanes), as
+/// StoreGroup does. The float8 types store sign and magnitude apart (StoreSignedBytes4), which saves
+/// the shifts that would put each vector's sign bits in place.
+template <T Y, bool kPackInRegisters, class Params>
+HWY_INLINE void StoreQuotientGroup(const QuantizeCall& c, VF q0, VF q1, VF q2, VF q3, const Params& params, int64_t k,
+                                   uint8_t* out) {
+  const int64_t lanes = static_cast<int64_t>(hn::Lanes(DF()));
+  const size_t full = static_cast<size_t>(lanes);
+  if constexpr (is_float8(Y)) {
+    using F = typename TypeTraits<Y>::Format;
+    const DI di;
+    const VI m0 = hn::BitCast(di, EncodeNarrowMagnitude<F>(q0, c.saturate));
+    const VI m1 = hn::BitCast(di, EncodeNarrowMagnitude<F>(q1, c.saturate));
+    const VI m2 = hn::BitCast(di, EncodeNarrowMagnitude<F>(q2, c.saturate));
+    const VI m3 = hn::BitCast(di, EncodeNarrowMagnitude<F>(q3, c.saturate));
+    StoreSignedBytes4<F::kSpecials == SpecialValues::kFnuz>(m0, m1, m2, m3, q0, q1, q2, q3, out);
+  } else {
+    StoreGroup<Y, kPackInRegisters>(OutputCodes<Y, true>(c, q0, params, k, full),
+                                    OutputCodes<Y, true>(c, q1, params, k + lanes, full),
+                                    OutputCodes<Y, true>(c, q2, params, k + 2 * lanes, full),
+                                    OutputCodes<Y, true>(c, q3, params, k + 3 * lanes, full), out);
+  }
+}
+
 /// The one quantize loop: elements [first, first + count) of x, output element first + i at
 /// `out` + i (bytes per element for 8/16-bit y; for 2/4-bit y a code buffer, one code per byte, or
 /// with kPackInRegisters y itself at element `first`, which then starts a byte, and count a multiple
@@ -274,10 +298,6 @@ HWY_INLINE void QuantizeLoop(const QuantizeCall& c, int64_t first, int64_t count
   const auto quotient = [&](int64_t k, size_t n) QDQ_INLINE_LAMBDA {
     return RoundQuotient<P>(route.Quotient(LoadDividend<X>(c.x, first + k, n), params.Scale(k, n)));
   };
-  const auto code = [&](int64_t k)
-                        QDQ_INLINE_LAMBDA { return OutputCodes<Y, true>(c, quotient(k, full), params, k, full); };
-  const auto code_of = [&](VF q, int64_t k)
-                           QDQ_INLINE_LAMBDA { return OutputCodes<Y, true>(c, RoundQuotient<P>(q), params, k, full); };
   int64_t i = 0;
   for (; i + 4 * lanes <= count; i += 4 * lanes) {
     uint8_t* const dst = kBytesPer != 0 ? out + i * kBytesPer : out + i * kBits / 8;
@@ -286,10 +306,12 @@ HWY_INLINE void QuantizeLoop(const QuantizeCall& c, int64_t first, int64_t count
       VF q0 = LoadDividend<X>(c.x, first + i, full), q1 = LoadDividend<X>(c.x, first + i + lanes, full);
       VF q2 = LoadDividend<X>(c.x, first + i + 2 * lanes, full), q3 = LoadDividend<X>(c.x, first + i + 3 * lanes, full);
       route.Group(q0, q1, q2, q3, params.Scale(i, full));
-      StoreGroup<Y, kPackInRegisters>(code_of(q0, i), code_of(q1, i + lanes), code_of(q2, i + 2 * lanes),
-                                      code_of(q3, i + 3 * lanes), dst);
+      StoreQuotientGroup<Y, kPackInRegisters>(c, RoundQuotient<P>(q0), RoundQuotient<P>(q1), RoundQuotient<P>(q2),
+                                              RoundQuotient<P>(q3), params, i, dst);
     } else {
-      StoreGroup<Y, kPackInRegisters>(code(i), code(i + lanes), code(i + 2 * lanes), code(i + 3 * lanes), dst);
+      StoreQuotientGroup<Y, kPackInRegisters>(c, quotient(i, full), quotient(i + lanes, full),
+                                              quotient(i + 2 * lanes, full), quotient(i + 3 * lanes, full), params, i,
+                                              dst);
     }
   }
   if constexpr (!kPackInRegisters || kBits >= 8) {
