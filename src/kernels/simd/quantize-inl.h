@@ -225,7 +225,7 @@ HWY_INLINE uint8_t* OutputAt(void* y, int64_t at) {
 /// rule of Y, in int32 lanes. kSaturatedByStore: the 8/16-bit integer codes are left unsaturated for
 /// a whole-group store whose pack instructions saturate them.
 template <T Y, bool kSaturatedByStore, class Params>
-HWY_INLINE VI OutputCodes(const QuantizeCall& c, VF q, const Params& params, int64_t k, size_t n) {
+HWY_INLINE VI OutputCodes(const QuantizeCall& c, bool saturate, VF q, const Params& params, int64_t k, size_t n) {
   const DI di;
   if constexpr (IsIntegerOut(Y)) {
     if constexpr (kSaturatedByStore && OutBits(Y) >= 8) return UnsaturatedCodes(q, params.ZeroPoint(k, n));
@@ -234,7 +234,7 @@ HWY_INLINE VI OutputCodes(const QuantizeCall& c, VF q, const Params& params, int
     // The zero point is added in float32 to the quotient (already a float32 value).
     return hn::BitCast(di, FloatCodes<Y>(c.zero_point != nullptr ? hn::Add(q, params.FloatZeroPoint(k, n)) : q, true));
   } else {
-    return hn::BitCast(di, FloatCodes<Y>(q, c.saturate));
+    return hn::BitCast(di, FloatCodes<Y>(q, saturate));
   }
 }
 
@@ -262,23 +262,23 @@ HWY_INLINE void StoreGroup(VI c0, VI c1, VI c2, VI c3, uint8_t* out) {
 /// StoreGroup does. The float8 types store sign and magnitude apart (StoreSignedBytes4), which saves
 /// the shifts that would put each vector's sign bits in place.
 template <T Y, bool kPackInRegisters, class Params>
-HWY_INLINE void StoreQuotientGroup(const QuantizeCall& c, VF q0, VF q1, VF q2, VF q3, const Params& params, int64_t k,
-                                   uint8_t* out) {
+HWY_INLINE void StoreQuotientGroup(const QuantizeCall& c, bool saturate, VF q0, VF q1, VF q2, VF q3,
+                                   const Params& params, int64_t k, uint8_t* out) {
   const int64_t lanes = static_cast<int64_t>(hn::Lanes(DF()));
   const size_t full = static_cast<size_t>(lanes);
   if constexpr (is_float8(Y)) {
     using F = typename TypeTraits<Y>::Format;
     const DI di;
-    const VI m0 = hn::BitCast(di, EncodeNarrowMagnitude<F>(q0, c.saturate));
-    const VI m1 = hn::BitCast(di, EncodeNarrowMagnitude<F>(q1, c.saturate));
-    const VI m2 = hn::BitCast(di, EncodeNarrowMagnitude<F>(q2, c.saturate));
-    const VI m3 = hn::BitCast(di, EncodeNarrowMagnitude<F>(q3, c.saturate));
+    const VI m0 = hn::BitCast(di, EncodeNarrowMagnitude<F>(q0, saturate));
+    const VI m1 = hn::BitCast(di, EncodeNarrowMagnitude<F>(q1, saturate));
+    const VI m2 = hn::BitCast(di, EncodeNarrowMagnitude<F>(q2, saturate));
+    const VI m3 = hn::BitCast(di, EncodeNarrowMagnitude<F>(q3, saturate));
     StoreSignedBytes4<F::kSpecials == SpecialValues::kFnuz>(m0, m1, m2, m3, q0, q1, q2, q3, out);
   } else {
-    StoreGroup<Y, kPackInRegisters>(OutputCodes<Y, true>(c, q0, params, k, full),
-                                    OutputCodes<Y, true>(c, q1, params, k + lanes, full),
-                                    OutputCodes<Y, true>(c, q2, params, k + 2 * lanes, full),
-                                    OutputCodes<Y, true>(c, q3, params, k + 3 * lanes, full), out);
+    StoreGroup<Y, kPackInRegisters>(OutputCodes<Y, true>(c, saturate, q0, params, k, full),
+                                    OutputCodes<Y, true>(c, saturate, q1, params, k + lanes, full),
+                                    OutputCodes<Y, true>(c, saturate, q2, params, k + 2 * lanes, full),
+                                    OutputCodes<Y, true>(c, saturate, q3, params, k + 3 * lanes, full), out);
   }
 }
 
@@ -288,9 +288,10 @@ HWY_INLINE void StoreQuotientGroup(const QuantizeCall& c, VF q0, VF q1, VF q2, V
 /// of 4·Lanes). Four whole vectors per iteration, no partial vectors and no per-iteration branches,
 /// then the partial rest a vector at a time. Params gives the scale slot, zero point and float zero
 /// point of the n-lane vector at run element k; Quotient forms x / scale from the scale slot.
+/// `saturate` is c.saturate, passed apart so that QuantizeLoop can make it a constant.
 template <T X, T P, T Y, class Quotient, bool kPackInRegisters, class Params>
-HWY_INLINE void QuantizeLoop(const QuantizeCall& c, int64_t first, int64_t count, const Params& params, uint8_t* out,
-                             const Quotient& route = Quotient{}) {
+HWY_INLINE void QuantizeLoopWith(const QuantizeCall& c, bool saturate, int64_t first, int64_t count,
+                                 const Params& params, uint8_t* out, const Quotient& route) {
   constexpr int kBits = OutBits(Y);
   constexpr int64_t kBytesPer = kBits >= 8 ? kBits / 8 : (kPackInRegisters ? 0 : 1);  // packed: see below
   const int64_t lanes = static_cast<int64_t>(hn::Lanes(DF()));
@@ -306,10 +307,10 @@ HWY_INLINE void QuantizeLoop(const QuantizeCall& c, int64_t first, int64_t count
       VF q0 = LoadDividend<X>(c.x, first + i, full), q1 = LoadDividend<X>(c.x, first + i + lanes, full);
       VF q2 = LoadDividend<X>(c.x, first + i + 2 * lanes, full), q3 = LoadDividend<X>(c.x, first + i + 3 * lanes, full);
       route.Group(q0, q1, q2, q3, params.Scale(i, full));
-      StoreQuotientGroup<Y, kPackInRegisters>(c, RoundQuotient<P>(q0), RoundQuotient<P>(q1), RoundQuotient<P>(q2),
-                                              RoundQuotient<P>(q3), params, i, dst);
+      StoreQuotientGroup<Y, kPackInRegisters>(c, saturate, RoundQuotient<P>(q0), RoundQuotient<P>(q1),
+                                              RoundQuotient<P>(q2), RoundQuotient<P>(q3), params, i, dst);
     } else {
-      StoreQuotientGroup<Y, kPackInRegisters>(c, quotient(i, full), quotient(i + lanes, full),
+      StoreQuotientGroup<Y, kPackInRegisters>(c, saturate, quotient(i, full), quotient(i + lanes, full),
                                               quotient(i + 2 * lanes, full), quotient(i + 3 * lanes, full), params, i,
                                               dst);
     }
@@ -317,8 +318,24 @@ HWY_INLINE void QuantizeLoop(const QuantizeCall& c, int64_t first, int64_t count
   if constexpr (!kPackInRegisters || kBits >= 8) {
     for (; i < count; i += lanes) {
       const size_t n = static_cast<size_t>(std::min(lanes, count - i));
-      StoreOut<Y>(OutputCodes<Y, false>(c, quotient(i, n), params, i, n), out, i, n);
+      StoreOut<Y>(OutputCodes<Y, false>(c, saturate, quotient(i, n), params, i, n), out, i, n);
     }
+  }
+}
+
+/// QuantizeLoopWith. The float8 outputs get one copy of the loop per saturation mode, so that the
+/// encoder takes no branch per vector and keeps its constants in registers.
+template <T X, T P, T Y, class Quotient, bool kPackInRegisters, class Params>
+HWY_INLINE void QuantizeLoop(const QuantizeCall& c, int64_t first, int64_t count, const Params& params, uint8_t* out,
+                             const Quotient& route = Quotient{}) {
+  if constexpr (is_float8(Y)) {
+    if (c.saturate) {
+      QuantizeLoopWith<X, P, Y, Quotient, kPackInRegisters>(c, true, first, count, params, out, route);
+    } else {
+      QuantizeLoopWith<X, P, Y, Quotient, kPackInRegisters>(c, false, first, count, params, out, route);
+    }
+  } else {
+    QuantizeLoopWith<X, P, Y, Quotient, kPackInRegisters>(c, c.saturate, first, count, params, out, route);
   }
 }
 
