@@ -188,6 +188,21 @@ void CheckLoadDecoded(const char* name) {
       }
     }
   }
+  // LoadDecoded2 (two whole vectors at once) from every start.
+  HWY_ALIGN float got_hi[HWY_MAX_BYTES / 4];
+  for (size_t start = 0; start < kCodes; ++start) {
+    VF lo, hi;
+    LoadDecoded2<F>(codes.data() + start, lo, hi);
+    hn::Store(lo, DF(), got);
+    hn::Store(hi, DF(), got_hi);
+    for (size_t j = 0; j < 2 * lanes; ++j) {
+      const uint32_t code = codes[start + j];
+      const uint32_t bits = helpers_test::Bits(j < lanes ? got[j] : got_hi[j - lanes]);
+      if (bits != helpers_test::Bits(decode<F>(code)) && ++failures <= 5) {
+        ADD_FAILURE() << name << ": code 0x" << std::hex << code << " loads in a pair as 0x" << bits;
+      }
+    }
+  }
   EXPECT_EQ(failures, 0) << name;
 }
 

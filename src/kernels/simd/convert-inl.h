@@ -411,6 +411,61 @@ HWY_INLINE VF LoadDecoded(const uint8_t* p, size_t n) {
   return DecodeF<F>(hn::PromoteTo(DU(), LoadPartial(d8, p, n)));
 }
 
+/// Whether LoadDecoded2<F> decodes two vectors in one pass of 16-bit lanes (the float8 formats
+/// that LoadDecoded converts through float16); elsewhere it is LoadDecoded twice.
+template <class F>
+constexpr bool kDecodesInPairs = QDQ_SIMD_F16C &&
+                                 (std::is_same_v<F, Float8E4M3FNFormat> || std::is_same_v<F, Float8E4M3FNUZFormat> ||
+                                  std::is_same_v<F, Float8E5M2Format>);
+
+/// The 2·Lanes one-byte codes at p as two vectors of float32, `lo` and `hi`: LoadDecoded<F>(p) and
+/// LoadDecoded<F>(p + Lanes), with the float16 codes formed once for both (half the operations).
+template <class F>
+HWY_INLINE void LoadDecoded2(const uint8_t* p, VF& lo, VF& hi) {
+  const DF df;
+  const size_t lanes = hn::Lanes(df);
+  if constexpr (kDecodesInPairs<F>) {
+#if QDQ_SIMD_F16C
+    const hn::Repartition<uint16_t, DF> d16;  // 2·Lanes lanes
+    const hn::Repartition<int16_t, DF> ds16;
+    const hn::Rebind<hwy::float16_t, DF> dh;  // Lanes lanes
+    const hn::Half<decltype(d16)> d16h;
+    auto half = hn::Zero(d16);
+    if constexpr (std::is_same_v<F, Float8E5M2Format>) {
+      // As LoadDecoded: the code is the high byte of the float16 of the same value.
+      const hn::Rebind<uint8_t, decltype(d16)> d8;
+      half = hn::ShiftLeft<8>(hn::PromoteTo(d16, hn::LoadU(d8, p)));
+      const auto nan = hn::Gt(hn::BitCast(ds16, hn::And(half, hn::Set(d16, 0x7FFF))), hn::Set(ds16, 0x7C00));
+      half = hn::IfThenElse(hn::RebindMask(d16, nan), hn::Or(hn::And(half, hn::Set(d16, 0x8000)), hn::Set(d16, 0x7E00)),
+                            half);
+    } else {
+      // As LoadDecoded: sign-extended then shifted, the float16 code of the value / 2^8 (2^7 for FNUZ).
+      const hn::Rebind<int8_t, decltype(ds16)> ds8;
+      const auto shifted = hn::ShiftLeft<7>(hn::PromoteTo(ds16, hn::LoadU(ds8, reinterpret_cast<const int8_t*>(p))));
+      half = hn::And(hn::BitCast(d16, shifted), hn::Set(d16, 0xBFFF));
+      if constexpr (std::is_same_v<F, Float8E4M3FNFormat>) {
+        const auto nan = hn::Eq(hn::And(half, hn::Set(d16, 0x3F80)), hn::Set(d16, 0x3F80));
+        half = hn::IfThenElse(nan, hn::Add(half, hn::Set(d16, 0x3E80)), half);
+      } else {
+        half = hn::IfThenElse(hn::Eq(half, hn::Set(d16, 0x8000)), hn::Set(d16, 0xFE00), half);
+      }
+    }
+    lo = hn::PromoteTo(df, hn::BitCast(dh, hn::LowerHalf(d16h, half)));
+    hi = hn::PromoteTo(df, hn::BitCast(dh, hn::UpperHalf(d16h, half)));
+    if constexpr (std::is_same_v<F, Float8E4M3FNFormat>) {
+      lo = hn::Mul(lo, hn::Set(df, 256.0f));
+      hi = hn::Mul(hi, hn::Set(df, 256.0f));
+    } else if constexpr (std::is_same_v<F, Float8E4M3FNUZFormat>) {
+      lo = hn::Mul(lo, hn::Set(df, 128.0f));
+      hi = hn::Mul(hi, hn::Set(df, 128.0f));
+    }
+    return;
+#endif
+  }
+  lo = LoadDecoded<F>(p, lanes);
+  hi = LoadDecoded<F>(p + lanes, lanes);
+}
+
 /// FLOAT8E8M0 codes (low 8 bits of u32 lanes) as float32, exactly as decode_e8m0: code e is 2^(e − 127),
 /// the float32 with exponent field e; 0x00 is 2^-127 (the subnormal 0x00400000); 0xFF is the NaN
 /// 0x7FC00000.

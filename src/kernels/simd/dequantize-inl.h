@@ -125,10 +125,17 @@ HWY_INLINE void DequantizeLoop(const DequantizeCall& c, const void* src, int64_t
   const size_t full = static_cast<size_t>(lanes);
   int64_t i = 0;
   for (; i + 4 * lanes <= count; i += 4 * lanes) {
-    const VF d0 = value(i, full);
-    const VF d1 = value(i + lanes, full);
-    const VF d2 = value(i + 2 * lanes, full);
-    const VF d3 = value(i + 3 * lanes, full);
+    VF d0, d1, d2, d3;
+    if constexpr (!IsIntegerIn(X) && kDecodesInPairs<typename TypeTraits<X>::Format>) {
+      const uint8_t* const codes = static_cast<const uint8_t*>(src) + src_index + i;
+      LoadDecoded2<typename TypeTraits<X>::Format>(codes, d0, d1);
+      LoadDecoded2<typename TypeTraits<X>::Format>(codes + 2 * lanes, d2, d3);
+    } else {
+      d0 = value(i, full);
+      d1 = value(i + lanes, full);
+      d2 = value(i + 2 * lanes, full);
+      d3 = value(i + 3 * lanes, full);
+    }
     if constexpr (Y == T::kBFloat16) {
       // Two vectors of codes per store.
       uint8_t* out = static_cast<uint8_t*>(y) + 2 * (first + i);
