@@ -359,7 +359,8 @@ HWY_INLINE VF RoundToF(VF v) {
 ///   and 8 against 15: times 2^8 or 2^7 afterwards, exact), the NaN codes the quiet float16 NaN of
 ///   their sign, which converts to the default NaN of that sign (F16C targets);
 /// - FLOAT4E2M1 (16 values) one register permute: the whole table at AVX3, the magnitude at AVX2.
-/// FLOAT8E5M2FNUZ (an exponent field of 31 that float16 cannot hold) and SSE4 keep DecodeF.
+/// FLOAT8E5M2FNUZ (an exponent field of 31 that float16 cannot hold by the same shift; LoadDecoded2
+/// rebiases it) and SSE4 keep DecodeF.
 template <class F>
 HWY_INLINE VF LoadDecoded(const uint8_t* p, size_t n) {
   const DF df;
@@ -416,7 +417,7 @@ HWY_INLINE VF LoadDecoded(const uint8_t* p, size_t n) {
 template <class F>
 constexpr bool kDecodesInPairs = QDQ_SIMD_F16C &&
                                  (std::is_same_v<F, Float8E4M3FNFormat> || std::is_same_v<F, Float8E4M3FNUZFormat> ||
-                                  std::is_same_v<F, Float8E5M2Format>);
+                                  std::is_same_v<F, Float8E5M2Format> || std::is_same_v<F, Float8E5M2FNUZFormat>);
 
 /// The 2·Lanes one-byte codes at p as two vectors of float32, `lo` and `hi`: LoadDecoded<F>(p) and
 /// LoadDecoded<F>(p + Lanes), with the float16 codes formed once for both (half the operations).
@@ -431,7 +432,18 @@ HWY_INLINE void LoadDecoded2(const uint8_t* p, VF& lo, VF& hi) {
     const hn::Rebind<hwy::float16_t, DF> dh;  // Lanes lanes
     const hn::Half<decltype(d16)> d16h;
     auto half = hn::Zero(d16);
-    if constexpr (std::is_same_v<F, Float8E5M2Format>) {
+    if constexpr (std::is_same_v<F, Float8E5M2FNUZFormat>) {
+      // Bias 16 against float16's 15: exponent fields E >= 2 become float16's E - 1 (the code shifted
+      // into the high byte, less 2^10), E = 0 and 1 float16 subnormals, (4E + M) · 2^-17, the code
+      // shifted by 7. Of the two candidates the right one is the larger (the subtraction saturating
+      // at zero), so one maximum picks it. 0x80 (negative zero's place) is the NaN.
+      const hn::Rebind<uint8_t, decltype(d16)> d8;
+      const auto high = hn::ShiftLeft<8>(hn::PromoteTo(d16, hn::LoadU(d8, p)));
+      const auto magnitude = hn::And(high, hn::Set(d16, 0x7FFF));
+      const auto rebiased = hn::Max(hn::SaturatedSub(magnitude, hn::Set(d16, 0x0400)), hn::ShiftRight<1>(magnitude));
+      half = hn::Or(rebiased, hn::Xor(high, magnitude));
+      half = hn::IfThenElse(hn::Eq(half, hn::Set(d16, 0x8000)), hn::Set(d16, 0xFE00), half);
+    } else if constexpr (std::is_same_v<F, Float8E5M2Format>) {
       // As LoadDecoded: the code is the high byte of the float16 of the same value.
       const hn::Rebind<uint8_t, decltype(d16)> d8;
       half = hn::ShiftLeft<8>(hn::PromoteTo(d16, hn::LoadU(d8, p)));
