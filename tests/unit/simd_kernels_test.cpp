@@ -548,6 +548,54 @@ TEST_P(SimdKernelsTest, DequantizeEveryCodeOfEveryType) {
   expect_compared(78);
 }
 
+/// float8 DequantizeLinear with scales near the top of float32's range: the kernels fold the power of
+/// two their float8 decode multiplies by (2^8, 2^7) into a scale only where the product stays finite,
+/// so scales from 2^119 up take both routes, per tensor and per block (one piece with a scale that
+/// cannot take the factor, one whose scales all can).
+TEST_P(SimdKernelsTest, DequantizeFloat8ScalesNearTheTopOfTheRange) {
+  std::mt19937 rng(14);
+  const float max = std::numeric_limits<float>::max();
+  const std::vector<float> scales = {3e38f,
+                                     -max,
+                                     0x1p120f,
+                                     0x1p119f,
+                                     0x1.fffffep119f,
+                                     -0x1p121f,
+                                     0x1.fffffep120f,
+                                     std::numeric_limits<float>::infinity(),
+                                     1e-40f,
+                                     std::numeric_limits<float>::denorm_min(),
+                                     1.0f};
+  const auto check = [&](T x, T y, const Shape& shape, const Shape& scale_shape, const std::vector<float>& values,
+                         int64_t block) {
+    const int64_t n = count_of(shape);
+    const Tensor xt{x, shape, random_bytes(x, n, rng)};
+    const Tensor st{T::kFloat, scale_shape, make_float_tensor(T::kFloat, values)};
+    DequantizeLinearAttributes attributes;
+    attributes.opset = 25;
+    const int64_t axis = static_cast<int64_t>(shape.size()) - 1;
+    attributes.axis = axis;
+    if (block > 0) attributes.block_size = block;
+    attributes.output_dtype = static_cast<int64_t>(y);
+    const TensorView xv = xt.view();
+    const TensorView sv = st.view();
+    const DequantizeCall call = plan_dequantize(attributes, xv, sv, nullptr);
+    expect_target_matches_scalar(
+        call, n, task_bounds(n, rng),
+        describe(x, T::kFloat, y, shape, axis, block, false, false) + " scale " + std::to_string(values[0]));
+  };
+  for (const T x : {T::kFloat8E4M3FN, T::kFloat8E4M3FNUZ, T::kFloat8E5M2, T::kFloat8E5M2FNUZ}) {
+    for (const T y : kDequantizedTypes) {
+      for (const float scale : scales) check(x, y, {4096}, {}, {scale}, 0);
+      // 64 blocks of 32 per row: the first row's pieces hold 2^121, the second's do not.
+      std::vector<float> blocks(128);
+      for (size_t k = 0; k < blocks.size(); ++k) blocks[k] = k < 64 ? scales[k % scales.size()] : 0x1p119f;
+      check(x, y, {2, 2048}, {2, 64}, blocks, 32);
+    }
+  }
+  expect_compared(4 * 3 * 12);
+}
+
 /// Blocks along the last axis of every length the kernels treat apart: a power of two of one, two or
 /// three vectors on some target (4 .. 32: one flat loop with each vector's block broadcast), of four
 /// vectors or more (64, 128: a loop per block), rows they tile, ragged rows (the last block short, the

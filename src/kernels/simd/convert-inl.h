@@ -351,6 +351,15 @@ HWY_INLINE VF RoundToF(VF v) {
   return DecodeF<F>(EncodeF<F>(v, false));
 }
 
+/// The power of two by which LoadDecoded<F> multiplies the float16 it converts the codes through (the
+/// biases of FLOAT8E4M3FN and FNUZ against float16's), 1 where it does not: with kApplyFactor false
+/// the decode leaves it out, for callers that fold it into a scale (an exact product either way).
+template <class F>
+constexpr float kDecodeFactor = !QDQ_SIMD_F16C                            ? 1.0f
+                                : std::is_same_v<F, Float8E4M3FNFormat>   ? 256.0f
+                                : std::is_same_v<F, Float8E4M3FNUZFormat> ? 128.0f
+                                                                          : 1.0f;
+
 /// Lanes [0, n) of one-byte codes of format F (a float8 type or FLOAT4E2M1, one code per byte, below
 /// 2^F::kBits) at p as float32: exactly DecodeF<F> (decode<F>, NaN sign and default payload included),
 /// in fewer operations where the target allows, the decode of the dequantize kernels' hot loop:
@@ -361,7 +370,7 @@ HWY_INLINE VF RoundToF(VF v) {
 /// - FLOAT4E2M1 (16 values) one register permute: the whole table at AVX3, the magnitude at AVX2.
 /// FLOAT8E5M2FNUZ (an exponent field of 31 that float16 cannot hold by the same shift; LoadDecoded2
 /// rebiases it) and SSE4 keep DecodeF.
-template <class F>
+template <class F, bool kApplyFactor = true>
 HWY_INLINE VF LoadDecoded(const uint8_t* p, size_t n) {
   const DF df;
   const hn::Rebind<uint8_t, DF> d8;
@@ -378,12 +387,12 @@ HWY_INLINE VF LoadDecoded(const uint8_t* p, size_t n) {
       // S.1111.111 is the NaN: S.11111.1000000000 in float16.
       const auto nan = hn::Eq(hn::And(half, hn::Set(d16, 0x3F80)), hn::Set(d16, 0x3F80));
       half = hn::IfThenElse(nan, hn::Add(half, hn::Set(d16, 0x3E80)), half);
-      return hn::Mul(hn::PromoteTo(df, hn::BitCast(dh, half)), hn::Set(df, 256.0f));
     } else {
       // 0x80 (negative zero's place) is the NaN: the negative quiet NaN.
       half = hn::IfThenElse(hn::Eq(half, hn::Set(d16, 0x8000)), hn::Set(d16, 0xFE00), half);
-      return hn::Mul(hn::PromoteTo(df, hn::BitCast(dh, half)), hn::Set(df, 128.0f));
     }
+    const VF unscaled = hn::PromoteTo(df, hn::BitCast(dh, half));
+    return kApplyFactor ? hn::Mul(unscaled, hn::Set(df, kDecodeFactor<F>)) : unscaled;
   } else if constexpr (std::is_same_v<F, Float8E5M2Format>) {
     // The code is the high byte of the float16 of the same value; NaNs lose their payload.
     auto half = hn::ShiftLeft<8>(hn::PromoteTo(d16, LoadPartial(d8, p, n)));
@@ -421,7 +430,7 @@ constexpr bool kDecodesInPairs = QDQ_SIMD_F16C &&
 
 /// The 2·Lanes one-byte codes at p as two vectors of float32, `lo` and `hi`: LoadDecoded<F>(p) and
 /// LoadDecoded<F>(p + Lanes), with the float16 codes formed once for both (half the operations).
-template <class F>
+template <class F, bool kApplyFactor = true>
 HWY_INLINE void LoadDecoded2(const uint8_t* p, VF& lo, VF& hi) {
   const DF df;
   const size_t lanes = hn::Lanes(df);
@@ -464,18 +473,15 @@ HWY_INLINE void LoadDecoded2(const uint8_t* p, VF& lo, VF& hi) {
     }
     lo = hn::PromoteTo(df, hn::BitCast(dh, hn::LowerHalf(d16h, half)));
     hi = hn::PromoteTo(df, hn::BitCast(dh, hn::UpperHalf(d16h, half)));
-    if constexpr (std::is_same_v<F, Float8E4M3FNFormat>) {
-      lo = hn::Mul(lo, hn::Set(df, 256.0f));
-      hi = hn::Mul(hi, hn::Set(df, 256.0f));
-    } else if constexpr (std::is_same_v<F, Float8E4M3FNUZFormat>) {
-      lo = hn::Mul(lo, hn::Set(df, 128.0f));
-      hi = hn::Mul(hi, hn::Set(df, 128.0f));
+    if constexpr (kApplyFactor && kDecodeFactor<F> != 1.0f) {
+      lo = hn::Mul(lo, hn::Set(df, kDecodeFactor<F>));
+      hi = hn::Mul(hi, hn::Set(df, kDecodeFactor<F>));
     }
     return;
 #endif
   }
-  lo = LoadDecoded<F>(p, lanes);
-  hi = LoadDecoded<F>(p + lanes, lanes);
+  lo = LoadDecoded<F, kApplyFactor>(p, lanes);
+  hi = LoadDecoded<F, kApplyFactor>(p + lanes, lanes);
 }
 
 /// FLOAT8E8M0 codes (low 8 bits of u32 lanes) as float32, exactly as decode_e8m0: code e is 2^(e − 127),

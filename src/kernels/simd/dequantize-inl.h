@@ -38,6 +38,7 @@
 #endif
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 
 #include "hwy/highway.h"
@@ -103,8 +104,10 @@ HWY_INLINE void StoreY(VF v, void* y, int64_t index, size_t n) {
 /// Elements [first, first + count); x element first + i is read from src at src_index + i (src is
 /// x itself, or a buffer of unpacked codes for 2/4-bit x). scale(i, n), zero_point(i, n) and
 /// float_zero_point(i, n) give the parameters of the n-lane vector at i: a register for a run with
-/// one scale, loads for expanded parameters or parameters read in place.
-template <T X, T Y, class Scale, class ZeroPoint, class FloatZeroPoint>
+/// one scale, loads for expanded parameters or parameters read in place. kFactorInScale: the scales
+/// are multiplied by the decode's factor already (kDecodeFactor; float8 x only), so the decode
+/// leaves it out.
+template <T X, T Y, class Scale, class ZeroPoint, class FloatZeroPoint, bool kFactorInScale = false>
 HWY_INLINE void DequantizeLoop(const DequantizeCall& c, const void* src, int64_t src_index, int64_t first,
                                int64_t count, void* y, Scale&& scale, ZeroPoint&& zero_point,
                                FloatZeroPoint&& float_zero_point) {
@@ -116,7 +119,8 @@ HWY_INLINE void DequantizeLoop(const DequantizeCall& c, const void* src, int64_t
     if constexpr (IsIntegerIn(X)) {
       return hn::ConvertTo(df, hn::Sub(LoadInt<kBits, IsSignedIn(X)>(src, src_index + k, n), zero_point(k, n)));
     } else {
-      const VF d = LoadDecoded<typename TypeTraits<X>::Format>(static_cast<const uint8_t*>(src) + src_index + k, n);
+      const VF d = LoadDecoded<typename TypeTraits<X>::Format, !kFactorInScale>(
+          static_cast<const uint8_t*>(src) + src_index + k, n);
       if constexpr (has_float_zero_point(X)) return has_zp ? hn::Sub(d, float_zero_point(k, n)) : d;
       return d;
     }
@@ -128,8 +132,8 @@ HWY_INLINE void DequantizeLoop(const DequantizeCall& c, const void* src, int64_t
     VF d0, d1, d2, d3;
     if constexpr (!IsIntegerIn(X) && kDecodesInPairs<typename TypeTraits<X>::Format>) {
       const uint8_t* const codes = static_cast<const uint8_t*>(src) + src_index + i;
-      LoadDecoded2<typename TypeTraits<X>::Format>(codes, d0, d1);
-      LoadDecoded2<typename TypeTraits<X>::Format>(codes + 2 * lanes, d2, d3);
+      LoadDecoded2<typename TypeTraits<X>::Format, !kFactorInScale>(codes, d0, d1);
+      LoadDecoded2<typename TypeTraits<X>::Format, !kFactorInScale>(codes + 2 * lanes, d2, d3);
     } else {
       d0 = value(i, full);
       d1 = value(i + lanes, full);
@@ -160,9 +164,26 @@ HWY_INLINE void DequantizeLoop(const DequantizeCall& c, const void* src, int64_t
 template <T X, T Y>
 HWY_INLINE void DequantizeRunWith(const DequantizeCall& c, const void* src, int64_t src_index, int64_t first,
                                   int64_t count, VF scale, VI zp, VF zpf, void* y) {
+  const auto same_zp = [&](int64_t, size_t) QDQ_INLINE_LAMBDA { return zp; };
+  const auto same_zpf = [&](int64_t, size_t) QDQ_INLINE_LAMBDA { return zpf; };
+  if constexpr (!IsIntegerIn(X)) {
+    constexpr float kFactor = kDecodeFactor<typename TypeTraits<X>::Format>;
+    if constexpr (kFactor != 1.0f) {
+      // The product d · (2^k·s) is the product (d·2^k) · s, rounded once, wherever 2^k·s is finite
+      // as s is: one multiplication per vector fewer. (NaN payloads: the decoded NaN is the first
+      // operand either way, and 2^k·s keeps s's.)
+      const VF folded = hn::Mul(scale, hn::Set(DF(), kFactor));
+      const float s = hn::GetLane(scale);
+      if (!std::isfinite(s) || std::isfinite(s * kFactor)) {
+        const auto same_scale = [&](int64_t, size_t) QDQ_INLINE_LAMBDA { return folded; };
+        DequantizeLoop<X, Y, decltype(same_scale)&, decltype(same_zp)&, decltype(same_zpf)&, true>(
+            c, src, src_index, first, count, y, same_scale, same_zp, same_zpf);
+        return;
+      }
+    }
+  }
   DequantizeLoop<X, Y>(
-      c, src, src_index, first, count, y, [&](int64_t, size_t) QDQ_INLINE_LAMBDA { return scale; },
-      [&](int64_t, size_t) QDQ_INLINE_LAMBDA { return zp; }, [&](int64_t, size_t) QDQ_INLINE_LAMBDA { return zpf; });
+      c, src, src_index, first, count, y, [&](int64_t, size_t) QDQ_INLINE_LAMBDA { return scale; }, same_zp, same_zpf);
 }
 
 /// DequantizeRunWith for a run whose scale and zero point are parameter `param`.
@@ -251,6 +272,36 @@ HWY_INLINE void DequantizeInPlace(const DequantizeCall& c, const void* src, int6
       [&](int64_t k, size_t n) QDQ_INLINE_LAMBDA { return ScaleForOutput<Y>(p.Scale(k, n)); },
       [&](int64_t k, size_t n) QDQ_INLINE_LAMBDA { return p.ZeroPoint(k, n); },
       [&](int64_t k, size_t n) QDQ_INLINE_LAMBDA { return p.FloatZeroPoint(k, n); });
+}
+
+/// Multiplies scale[0, count) by X's decode factor (kDecodeFactor) where every product is finite as
+/// its scale is, and says whether it did (never for x without a factor): DequantizeLoop's
+/// kFactorInScale for scales in an array.
+template <T X>
+HWY_INLINE bool FoldDecodeFactor(float* scale, int64_t count) {
+  if constexpr (IsIntegerIn(X)) {
+    return false;
+  } else {
+    constexpr float kFactor = kDecodeFactor<typename TypeTraits<X>::Format>;
+    if constexpr (kFactor == 1.0f) {
+      return false;
+    } else {
+      // Whole vectors: the arrays have a vector of room past the count.
+      const DF df;
+      const VF factor = hn::Set(df, kFactor);
+      auto overflow = hn::FirstN(df, 0);
+      ForEachVector(count, [&](int64_t k, size_t n) QDQ_INLINE_LAMBDA {
+        const VF s = hn::Load(df, scale + k);
+        const auto lost = hn::AndNot(hn::IsFinite(hn::Mul(s, factor)), hn::IsFinite(s));
+        overflow = hn::Or(overflow, hn::And(lost, hn::FirstN(df, n)));
+      });
+      if (!hn::AllFalse(df, overflow)) return false;
+      ForEachVector(count, [&](int64_t k, size_t) QDQ_INLINE_LAMBDA {
+        hn::Store(hn::Mul(hn::Load(df, scale + k), factor), df, scale + k);
+      });
+      return true;
+    }
+  }
 }
 
 /// Bytes of y per element.
@@ -409,11 +460,15 @@ HWY_NOINLINE void DequantizeVectorBlocks(const DequantizeCall& c, void* y, int64
       src_index = 0;
     }
     const PieceOutput staged(stage, stream, OutputAt<Y>(y, piece));
-    DequantizeLoop<X, Y>(
-        c, src, src_index, 0, count, staged.Out(),
-        [&](int64_t k, size_t n) QDQ_INLINE_LAMBDA { return params.Scale(k, n); },
-        [&](int64_t k, size_t n) QDQ_INLINE_LAMBDA { return params.ZeroPoint(k, n); },
-        [&](int64_t k, size_t n) QDQ_INLINE_LAMBDA { return params.FloatZeroPoint(k, n); });
+    const auto scale = [&](int64_t k, size_t n) QDQ_INLINE_LAMBDA { return params.Scale(k, n); };
+    const auto zero_point = [&](int64_t k, size_t n) QDQ_INLINE_LAMBDA { return params.ZeroPoint(k, n); };
+    const auto float_zero_point = [&](int64_t k, size_t n) QDQ_INLINE_LAMBDA { return params.FloatZeroPoint(k, n); };
+    if (FoldDecodeFactor<X>(params.scale, count >> shift)) {
+      DequantizeLoop<X, Y, decltype(scale)&, decltype(zero_point)&, decltype(float_zero_point)&, true>(
+          c, src, src_index, 0, count, staged.Out(), scale, zero_point, float_zero_point);
+    } else {
+      DequantizeLoop<X, Y>(c, src, src_index, 0, count, staged.Out(), scale, zero_point, float_zero_point);
+    }
     staged.Finish(static_cast<size_t>(count * kOutputBytesPer<Y>));
   }
 }
