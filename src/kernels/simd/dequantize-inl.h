@@ -328,6 +328,16 @@ HWY_NOINLINE void DequantizeGeneral(const DequantizeCall& c, void* y, int64_t be
   }
   HWY_ALIGN uint8_t codes[kBits < 8 ? kChunk : 1];
   HWY_ALIGN uint8_t stage[kChunk * kOutputBytesPer<Y>];  // streaming: a chunk's bytes of y
+  // A per-tensor 2/4-bit zero point (or none: 0) is subtracted as the codes are unpacked
+  // (UnpackCodes' offset): the loop then widens int8 differences, one subtraction per vector fewer.
+  const bool zero_point_in_codes = kBits < 8 && IsIntegerIn(X) && c.plan.granularity == Granularity::kPerTensor;
+  uint8_t zero_point_byte = 0;
+  VF per_tensor_scale = hn::Zero(DF());
+  if (zero_point_in_codes) {
+    if (c.zero_point != nullptr)
+      zero_point_byte = static_cast<uint8_t>(load_integer(c.zero_point, c.zero_point_type, 0));
+    per_tensor_scale = ScaleForOutput<Y>(hn::Set(DF(), static_cast<float>(load_real(c.scale, c.scale_type, 0))));
+  }
   SegmentCursor cursor(c.plan, begin);
   // Per-axis runs along a long inner dimension keep their scale in a register; everything else that
   // is not per-tensor goes through expanded parameters.
@@ -342,6 +352,16 @@ HWY_NOINLINE void DequantizeGeneral(const DequantizeCall& c, void* y, int64_t be
     const int64_t out_base = chunk;
     if constexpr (kBits < 8) {
       // `chunk` is a multiple of 4: whole bytes vectorised, a partial last byte by the scalar rest.
+      if constexpr (IsIntegerIn(X)) {
+        if (zero_point_in_codes) {
+          UnpackCodes<kBits, IsSignedIn(X), true>(static_cast<const uint8_t*>(c.x), chunk, chunk_end - chunk, codes,
+                                                  zero_point_byte);
+          DequantizeRunWith<T::kInt8, Y>(c, codes, 0, chunk - out_base, chunk_end - chunk, per_tensor_scale,
+                                         hn::Zero(DI()), hn::Zero(DF()), out);
+          finish();
+          continue;
+        }
+      }
       UnpackCodes<kBits, IsSignedIn(X)>(static_cast<const uint8_t*>(c.x), chunk, chunk_end - chunk, codes);
     }
     if (expand) {

@@ -111,36 +111,43 @@ HWY_INLINE void PackWholeBytes(const uint8_t* codes, int64_t bytes, uint8_t* out
   }
 }
 
-/// unpack_codes, then (kSigned) each code's two's-complement value as an int8 byte.
+/// unpack_codes, then (kSigned) each code's two's-complement value as an int8 byte, less `offset`
+/// (modulo 2^8).
 template <int kBits, bool kSigned>
-HWY_INLINE void UnpackCodesScalar(const uint8_t* packed, int64_t first, int64_t count, uint8_t* codes) {
+HWY_INLINE void UnpackCodesScalar(const uint8_t* packed, int64_t first, int64_t count, uint8_t* codes,
+                                  uint8_t offset = 0) {
   unpack_codes(packed, kBits, first, count, codes);
-  if constexpr (kSigned) {
-    constexpr int kHalf = 1 << (kBits - 1);
-    for (int64_t i = 0; i < count; ++i) codes[i] = static_cast<uint8_t>((codes[i] ^ kHalf) - kHalf);
+  constexpr int kHalf = 1 << (kBits - 1);
+  for (int64_t i = 0; i < count; ++i) {
+    const int value = kSigned ? (codes[i] ^ kHalf) - kHalf : codes[i];
+    codes[i] = static_cast<uint8_t>(value - offset);
   }
 }
 
-/// The values of 2/4-bit codes 0..15 as bytes, as a byte-shuffle table: int8 sign-extended when
-/// kSigned, the codes themselves otherwise.
+/// The values of 2/4-bit codes 0..15 less `offset` as bytes (modulo 2^8), as a byte-shuffle table:
+/// int8 sign-extended when kSigned, the codes themselves otherwise.
 template <int kBits, bool kSigned>
-HWY_INLINE hn::Vec<hn::Full128<uint8_t>> CodeValueTable() {
+HWY_INLINE hn::Vec<hn::Full128<uint8_t>> CodeValueTable(uint8_t offset) {
   const hn::Full128<uint8_t> d8;
-  const auto codes = hn::Iota(d8, 0);
-  if constexpr (!kSigned) return codes;
-  const auto half = hn::Set(d8, static_cast<uint8_t>(1u << (kBits - 1)));
-  return hn::Sub(hn::Xor(codes, half), half);  // modulo 256: the int8 bytes of the values
+  auto values = hn::Iota(d8, 0);
+  if constexpr (kSigned) {
+    const auto half = hn::Set(d8, static_cast<uint8_t>(1u << (kBits - 1)));
+    values = hn::Sub(hn::Xor(values, half), half);  // modulo 256: the int8 bytes of the values
+  }
+  return hn::Sub(values, hn::Set(d8, offset));
 }
 
 /// Unpacks `bytes` whole bytes of kBits-bit codes into one value per byte: the code (kSigned false)
-/// or its two's-complement value as int8 (kSigned), which LoadInt<kBits, kSigned> widens.
-template <int kBits, bool kSigned = false>
-HWY_INLINE void UnpackWholeBytes(const uint8_t* packed, int64_t bytes, uint8_t* codes) {
+/// or its two's-complement value as int8 (kSigned), which LoadInt<kBits, kSigned> widens. With
+/// kOffset, each value less `offset` (a zero point: the difference of two 2/4-bit values is an int8,
+/// which LoadInt<8, true> widens), at no cost to signed codes and one byte shuffle to unsigned ones.
+template <int kBits, bool kSigned = false, bool kOffset = false>
+HWY_INLINE void UnpackWholeBytes(const uint8_t* packed, int64_t bytes, uint8_t* codes, uint8_t offset = 0) {
   CheckPackedWidth<kBits>();
   const hn::Full128<uint8_t> d8;
   // Signed codes take one byte shuffle each (every index is below 16): their int8 values.
-  const auto value_of = [table = CodeValueTable<kBits, kSigned>()](auto code) QDQ_INLINE_LAMBDA {
-    if constexpr (kSigned) return hn::TableLookupBytes(table, code);
+  const auto value_of = [table = CodeValueTable<kBits, kSigned>(offset)](auto code) QDQ_INLINE_LAMBDA {
+    if constexpr (kSigned || kOffset) return hn::TableLookupBytes(table, code);
     return code;
   };
   int64_t b = 0;
@@ -175,23 +182,25 @@ HWY_INLINE void UnpackWholeBytes(const uint8_t* packed, int64_t bytes, uint8_t* 
   }
   if (b < bytes) {
     constexpr int kPerByte = 8 / kBits;
-    UnpackCodesScalar<kBits, kSigned>(packed + b, 0, (bytes - b) * kPerByte, codes + b * kPerByte);
+    UnpackCodesScalar<kBits, kSigned>(packed + b, 0, (bytes - b) * kPerByte, codes + b * kPerByte,
+                                      kOffset ? offset : uint8_t{0});
   }
 }
 
 /// Unpacks codes [first, first + count) of a packed 2/4-bit array into one value per byte, as
-/// UnpackWholeBytes does: the whole bytes vectorised, a partial byte at either end through
-/// unpack_codes.
-template <int kBits, bool kSigned = false>
-HWY_INLINE void UnpackCodes(const uint8_t* packed, int64_t first, int64_t count, uint8_t* codes) {
+/// UnpackWholeBytes does (kOffset: less `offset`): the whole bytes vectorised, a partial byte at
+/// either end through unpack_codes.
+template <int kBits, bool kSigned = false, bool kOffset = false>
+HWY_INLINE void UnpackCodes(const uint8_t* packed, int64_t first, int64_t count, uint8_t* codes, uint8_t offset = 0) {
   CheckPackedWidth<kBits>();
   constexpr int kPerByte = 8 / kBits;
+  const uint8_t scalar_offset = kOffset ? offset : uint8_t{0};
   const int64_t lead = std::min<int64_t>(count, (kPerByte - first % kPerByte) % kPerByte);
-  if (lead > 0) UnpackCodesScalar<kBits, kSigned>(packed, first, lead, codes);
+  if (lead > 0) UnpackCodesScalar<kBits, kSigned>(packed, first, lead, codes, scalar_offset);
   const int64_t bytes = (count - lead) / kPerByte;
-  UnpackWholeBytes<kBits, kSigned>(packed + (first + lead) / kPerByte, bytes, codes + lead);
+  UnpackWholeBytes<kBits, kSigned, kOffset>(packed + (first + lead) / kPerByte, bytes, codes + lead, offset);
   const int64_t done = lead + bytes * kPerByte;
-  if (done < count) UnpackCodesScalar<kBits, kSigned>(packed, first + done, count - done, codes + done);
+  if (done < count) UnpackCodesScalar<kBits, kSigned>(packed, first + done, count - done, codes + done, scalar_offset);
 }
 
 /// Packs 4·Lanes codes of kBits (2 or 4) bits, int32 lanes already in the output's range, in ONNX
