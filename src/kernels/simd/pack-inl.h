@@ -216,26 +216,66 @@ HWY_INLINE void StorePackedCodes4(VI a, VI b, VI c, VI d, uint8_t* out) {
   PackWholeBytes<kBits>(codes, 4 * lanes * kBits / 8, out);
 }
 
+#if HWY_TARGET == HWY_AVX2
+/// Stores the 4-bit codes of `bytes` (one per byte, below 16, as two packs_epi16 of packs_epi32
+/// pairs leave them) as 16 bytes of ONNX layout: the codes put in element order, then each 16-bit
+/// lane, codes 2k (low byte) and 2k + 1 (high byte), becomes the byte c[2k] + 16·c[2k + 1] with one
+/// multiply-add, and the lanes are packed.
+HWY_INLINE void StoreNibbleBytes(__m256i bytes, uint8_t* out) {
+  const __m256i ordered = _mm256_permutevar8x32_epi32(bytes, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+  const __m256i pairs = _mm256_maddubs_epi16(ordered, _mm256_set1_epi16(0x1001));
+  const __m256i packed = _mm256_permute4x64_epi64(_mm256_packus_epi16(pairs, pairs), 0x08);
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(out), _mm256_castsi256_si128(packed));
+}
+#elif HWY_TARGET == HWY_SSE4
+/// Stores the 4-bit codes of `bytes` (one per byte, below 16) as 8 bytes of ONNX layout.
+HWY_INLINE void StoreNibbleBytes(__m128i bytes, uint8_t* out) {
+  const __m128i pairs = _mm_maddubs_epi16(bytes, _mm_set1_epi16(0x1001));
+  _mm_storel_epi64(reinterpret_cast<__m128i*>(out), _mm_packus_epi16(pairs, pairs));
+}
+#endif
+
 /// Packs 4·Lanes 4-bit codes (int32 lanes already in the output's range) into 2·Lanes bytes, the
 /// first code of each pair in the low nibble (ONNX layout).
 HWY_INLINE void StoreNibbles4(VI a, VI b, VI c, VI d, uint8_t* out) {
 #if HWY_TARGET == HWY_AVX2
   const __m256i ab = _mm256_packs_epi32(a.raw, b.raw);
   const __m256i cd = _mm256_packs_epi32(c.raw, d.raw);
-  const __m256i bytes =
-      _mm256_permutevar8x32_epi32(_mm256_packs_epi16(ab, cd), _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
-  // Each 16-bit lane holds codes 2k (low byte) and 2k + 1 (high byte): combine them into one byte.
-  const __m256i pairs = _mm256_or_si256(_mm256_and_si256(bytes, _mm256_set1_epi16(0x000F)),
-                                        _mm256_and_si256(_mm256_srli_epi16(bytes, 4), _mm256_set1_epi16(0x00F0)));
-  const __m256i packed = _mm256_permute4x64_epi64(_mm256_packus_epi16(pairs, pairs), 0x08);
-  _mm_storeu_si128(reinterpret_cast<__m128i*>(out), _mm256_castsi256_si128(packed));
+  const __m256i bytes = _mm256_and_si256(_mm256_packs_epi16(ab, cd), _mm256_set1_epi8(0x0F));
+  StoreNibbleBytes(bytes, out);
 #elif HWY_TARGET == HWY_SSE4
   const __m128i bytes = _mm_packs_epi16(_mm_packs_epi32(a.raw, b.raw), _mm_packs_epi32(c.raw, d.raw));
-  const __m128i pairs = _mm_or_si128(_mm_and_si128(bytes, _mm_set1_epi16(0x000F)),
-                                     _mm_and_si128(_mm_srli_epi16(bytes, 4), _mm_set1_epi16(0x00F0)));
-  _mm_storel_epi64(reinterpret_cast<__m128i*>(out), _mm_packus_epi16(pairs, pairs));
+  StoreNibbleBytes(_mm_and_si128(bytes, _mm_set1_epi8(0x0F)), out);
 #else
   StorePackedCodes4<4>(a, b, c, d, out);
+#endif
+}
+
+/// StoreNibbles4 for FLOAT4E2M1: a, b, c, d the magnitudes' codes (0..7), sa, sb, sc, sd the values
+/// whose sign bits complete them. The signs go through the same packs as the magnitudes (a negative
+/// float's bits stay a negative integer) and one shift puts all of them at bit 3, as
+/// StoreSignedBytes4 does for float8.
+HWY_INLINE void StoreSignedNibbles4(VI a, VI b, VI c, VI d, VF sa, VF sb, VF sc, VF sd, uint8_t* out) {
+#if HWY_TARGET == HWY_AVX2
+  const __m256i codes = _mm256_packs_epi16(_mm256_packs_epi32(a.raw, b.raw), _mm256_packs_epi32(c.raw, d.raw));
+  const __m256i signed_bytes =
+      _mm256_packs_epi16(_mm256_packs_epi32(_mm256_castps_si256(sa.raw), _mm256_castps_si256(sb.raw)),
+                         _mm256_packs_epi32(_mm256_castps_si256(sc.raw), _mm256_castps_si256(sd.raw)));
+  // Bit 7 of each byte to bit 3 of the same byte: a 16-bit shift moves nothing else into place.
+  const __m256i signs = _mm256_srli_epi16(_mm256_and_si256(signed_bytes, _mm256_set1_epi8(static_cast<char>(0x80))), 4);
+  StoreNibbleBytes(_mm256_or_si256(codes, signs), out);
+#elif HWY_TARGET == HWY_SSE4
+  const __m128i codes = _mm_packs_epi16(_mm_packs_epi32(a.raw, b.raw), _mm_packs_epi32(c.raw, d.raw));
+  const __m128i signed_bytes = _mm_packs_epi16(_mm_packs_epi32(_mm_castps_si128(sa.raw), _mm_castps_si128(sb.raw)),
+                                               _mm_packs_epi32(_mm_castps_si128(sc.raw), _mm_castps_si128(sd.raw)));
+  const __m128i signs = _mm_srli_epi16(_mm_and_si128(signed_bytes, _mm_set1_epi8(static_cast<char>(0x80))), 4);
+  StoreNibbleBytes(_mm_or_si128(codes, signs), out);
+#else
+  const DI di;
+  const auto with_sign = [&](VI m, VF s) {
+    return hn::Or(m, hn::And(hn::ShiftRight<28>(hn::BitCast(di, s)), hn::Set(di, 8)));
+  };
+  StoreNibbles4(with_sign(a, sa), with_sign(b, sb), with_sign(c, sc), with_sign(d, sd), out);
 #endif
 }
 

@@ -259,8 +259,9 @@ HWY_INLINE void StoreGroup(VI c0, VI c1, VI c2, VI c3, uint8_t* out) {
 }
 
 /// Stores the outputs of four vectors of rounded quotients, run elements [k, k + 4·Lanes), as
-/// StoreGroup does. The float8 types store sign and magnitude apart (StoreSignedBytes4), which saves
-/// the shifts that would put each vector's sign bits in place.
+/// StoreGroup does. The float8 types and FLOAT4E2M1 packed in registers store sign and magnitude
+/// apart (StoreSignedBytes4, StoreSignedNibbles4), which saves the shifts that would put each
+/// vector's sign bits in place.
 template <T Y, bool kPackInRegisters, class Params>
 HWY_INLINE void StoreQuotientGroup(const QuantizeCall& c, bool saturate, VF q0, VF q1, VF q2, VF q3,
                                    const Params& params, int64_t k, uint8_t* out) {
@@ -274,6 +275,23 @@ HWY_INLINE void StoreQuotientGroup(const QuantizeCall& c, bool saturate, VF q0, 
     const VI m2 = hn::BitCast(di, EncodeNarrowMagnitude<F>(q2, saturate));
     const VI m3 = hn::BitCast(di, EncodeNarrowMagnitude<F>(q3, saturate));
     StoreSignedBytes4<F::kSpecials == SpecialValues::kFnuz>(m0, m1, m2, m3, q0, q1, q2, q3, out);
+  } else if constexpr (Y == T::kFloat4E2M1 && kPackInRegisters) {
+    using F = Float4E2M1Format;
+    const DI di;
+    const bool zp = c.zero_point != nullptr;
+    // As OutputCodes: the zero point is added in float32; then the magnitudes (the values clamped in
+    // place, NaN to +6) and the signs of the clamped values apart, as for float8.
+    if (zp) {
+      q0 = hn::Add(q0, params.FloatZeroPoint(k, full));
+      q1 = hn::Add(q1, params.FloatZeroPoint(k + lanes, full));
+      q2 = hn::Add(q2, params.FloatZeroPoint(k + 2 * lanes, full));
+      q3 = hn::Add(q3, params.FloatZeroPoint(k + 3 * lanes, full));
+    }
+    const VI m0 = hn::BitCast(di, EncodeNarrowMagnitude<F>(q0, true));
+    const VI m1 = hn::BitCast(di, EncodeNarrowMagnitude<F>(q1, true));
+    const VI m2 = hn::BitCast(di, EncodeNarrowMagnitude<F>(q2, true));
+    const VI m3 = hn::BitCast(di, EncodeNarrowMagnitude<F>(q3, true));
+    StoreSignedNibbles4(m0, m1, m2, m3, q0, q1, q2, q3, out);
   } else {
     StoreGroup<Y, kPackInRegisters>(OutputCodes<Y, true>(c, saturate, q0, params, k, full),
                                     OutputCodes<Y, true>(c, saturate, q1, params, k + lanes, full),
