@@ -338,6 +338,10 @@ HWY_NOINLINE void DequantizeGeneral(const DequantizeCall& c, void* y, int64_t be
       zero_point_byte = static_cast<uint8_t>(load_integer(c.zero_point, c.zero_point_type, 0));
     per_tensor_scale = ScaleForOutput<Y>(hn::Set(DF(), static_cast<float>(load_real(c.scale, c.scale_type, 0))));
   }
+  // The 2/4-bit zero points of the last segment read in place, unpacked (its first parameter, count).
+  HWY_ALIGN uint8_t zero_point_codes[kBits < 8 && IsIntegerIn(X) ? kChunk : 1];
+  int64_t zero_point_first = -1;
+  int64_t zero_point_count = 0;
   SegmentCursor cursor(c.plan, begin);
   // Per-axis runs along a long inner dimension keep their scale in a register; everything else that
   // is not per-tensor goes through expanded parameters.
@@ -369,6 +373,27 @@ HWY_NOINLINE void DequantizeGeneral(const DequantizeCall& c, void* y, int64_t be
       // is left of the chunk is expanded.
       const int64_t position =
           InPlaceSegments(cursor, c.scale_type == T::kFloat, chunk, chunk_end, [&](int64_t at, const Segment& s) {
+            if constexpr (kBits < 8 && IsIntegerIn(X)) {
+              if (c.zero_point != nullptr) {
+                // Blocks along an outer axis use the same row of zero points for a block of rows:
+                // unpacked once for all of them, then subtracted from the codes in bytes (two 2/4-bit
+                // values differ by an int8), so the loop widens differences, no zero point per vector.
+                if (s.param_index != zero_point_first || s.count > zero_point_count) {
+                  UnpackCodes<kBits, IsSignedIn(X)>(static_cast<const uint8_t*>(c.zero_point), s.param_index, s.count,
+                                                    zero_point_codes);
+                  zero_point_first = s.param_index;
+                  zero_point_count = s.count;
+                }
+                SubtractBytesInPlace(codes + (at - chunk), zero_point_codes, s.count);
+                const InPlaceParams<8, true> p(c.scale, nullptr, s.param_index, s.count);
+                DequantizeLoop<T::kInt8, Y>(
+                    c, codes, at - chunk, at - out_base, s.count, out,
+                    [&](int64_t k, size_t n) QDQ_INLINE_LAMBDA { return ScaleForOutput<Y>(p.Scale(k, n)); },
+                    [&](int64_t, size_t) QDQ_INLINE_LAMBDA { return hn::Zero(DI()); },
+                    [&](int64_t, size_t) QDQ_INLINE_LAMBDA { return hn::Zero(DF()); });
+                return;
+              }
+            }
             if constexpr (kBits < 8) {
               DequantizeInPlace<X, Y>(c, codes, at - chunk, at - out_base, s.count, s.param_index, out);
             } else {
