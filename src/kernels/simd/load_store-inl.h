@@ -153,15 +153,30 @@ HWY_INLINE void StoreBytes4(VI a, VI b, VI c, VI d, uint8_t* out) {
 /// sign bits of sa..sd as bit 7, which where kZeroUnsigned a zero magnitude does not take. The signs
 /// go through the same saturating packs as the magnitudes (a negative int32 stays negative), so that
 /// one AND puts all of them in place: fewer operations than a shift per vector.
+#if HWY_TARGET == HWY_AVX2
+/// Bit 7 of byte i is the sign bit of float i of sa..sd, in the byte order two packs_epi16 of
+/// packs_epi32 pairs give (the stores' order before their permute); the other bits are zero.
+HWY_INLINE __m256i PackedSignBits4(VF sa, VF sb, VF sc, VF sd) {
+  const __m256i signed_bytes =
+      _mm256_packs_epi16(_mm256_packs_epi32(_mm256_castps_si256(sa.raw), _mm256_castps_si256(sb.raw)),
+                         _mm256_packs_epi32(_mm256_castps_si256(sc.raw), _mm256_castps_si256(sd.raw)));
+  return _mm256_and_si256(signed_bytes, _mm256_set1_epi8(static_cast<char>(0x80)));
+}
+#elif HWY_TARGET == HWY_SSE4
+/// Bit 7 of byte i is the sign bit of float i of sa..sd; the other bits are zero.
+HWY_INLINE __m128i PackedSignBits4(VF sa, VF sb, VF sc, VF sd) {
+  const __m128i signed_bytes = _mm_packs_epi16(_mm_packs_epi32(_mm_castps_si128(sa.raw), _mm_castps_si128(sb.raw)),
+                                               _mm_packs_epi32(_mm_castps_si128(sc.raw), _mm_castps_si128(sd.raw)));
+  return _mm_and_si128(signed_bytes, _mm_set1_epi8(static_cast<char>(0x80)));
+}
+#endif
+
 template <bool kZeroUnsigned>
 HWY_INLINE void StoreSignedBytes4(VI a, VI b, VI c, VI d, VF sa, VF sb, VF sc, VF sd, uint8_t* out) {
 #if HWY_TARGET == HWY_AVX2
   const __m256i codes =
       _mm256_packus_epi16(_mm256_packs_epi32(a.raw, b.raw), _mm256_packs_epi32(c.raw, d.raw));  // as StoreBytes4
-  const __m256i signed_bytes =
-      _mm256_packs_epi16(_mm256_packs_epi32(_mm256_castps_si256(sa.raw), _mm256_castps_si256(sb.raw)),
-                         _mm256_packs_epi32(_mm256_castps_si256(sc.raw), _mm256_castps_si256(sd.raw)));
-  __m256i signs = _mm256_and_si256(signed_bytes, _mm256_set1_epi8(static_cast<char>(0x80)));
+  __m256i signs = PackedSignBits4(sa, sb, sc, sd);
   if constexpr (kZeroUnsigned) signs = _mm256_andnot_si256(_mm256_cmpeq_epi8(codes, _mm256_setzero_si256()), signs);
   const __m256i bytes = _mm256_or_si256(codes, signs);
   _mm256_storeu_si256(reinterpret_cast<__m256i*>(out),
@@ -177,9 +192,7 @@ HWY_INLINE void StoreSignedBytes4(VI a, VI b, VI c, VI d, VF sa, VF sb, VF sc, V
   _mm512_storeu_si512(out, _mm512_permutexvar_epi32(order, _mm512_or_si512(codes, signs)));
 #elif HWY_TARGET == HWY_SSE4
   const __m128i codes = _mm_packus_epi16(_mm_packs_epi32(a.raw, b.raw), _mm_packs_epi32(c.raw, d.raw));
-  const __m128i signed_bytes = _mm_packs_epi16(_mm_packs_epi32(_mm_castps_si128(sa.raw), _mm_castps_si128(sb.raw)),
-                                               _mm_packs_epi32(_mm_castps_si128(sc.raw), _mm_castps_si128(sd.raw)));
-  __m128i signs = _mm_and_si128(signed_bytes, _mm_set1_epi8(static_cast<char>(0x80)));
+  __m128i signs = PackedSignBits4(sa, sb, sc, sd);
   if constexpr (kZeroUnsigned) signs = _mm_andnot_si128(_mm_cmpeq_epi8(codes, _mm_setzero_si128()), signs);
   _mm_storeu_si128(reinterpret_cast<__m128i*>(out), _mm_or_si128(codes, signs));
 #else

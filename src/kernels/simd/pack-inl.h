@@ -145,6 +145,7 @@ template <int kBits, bool kSigned = false, bool kOffset = false>
 HWY_INLINE void UnpackWholeBytes(const uint8_t* packed, int64_t bytes, uint8_t* codes, uint8_t offset = 0) {
   CheckPackedWidth<kBits>();
   const hn::Full128<uint8_t> d8;
+  if constexpr (!kOffset) offset = 0;
   // Signed codes take one byte shuffle each (every index is below 16): their int8 values.
   const auto value_of = [table = CodeValueTable<kBits, kSigned>(offset)](auto code) QDQ_INLINE_LAMBDA {
     if constexpr (kSigned || kOffset) return hn::TableLookupBytes(table, code);
@@ -182,8 +183,7 @@ HWY_INLINE void UnpackWholeBytes(const uint8_t* packed, int64_t bytes, uint8_t* 
   }
   if (b < bytes) {
     constexpr int kPerByte = 8 / kBits;
-    UnpackCodesScalar<kBits, kSigned>(packed + b, 0, (bytes - b) * kPerByte, codes + b * kPerByte,
-                                      kOffset ? offset : uint8_t{0});
+    UnpackCodesScalar<kBits, kSigned>(packed + b, 0, (bytes - b) * kPerByte, codes + b * kPerByte, offset);
   }
 }
 
@@ -194,13 +194,13 @@ template <int kBits, bool kSigned = false, bool kOffset = false>
 HWY_INLINE void UnpackCodes(const uint8_t* packed, int64_t first, int64_t count, uint8_t* codes, uint8_t offset = 0) {
   CheckPackedWidth<kBits>();
   constexpr int kPerByte = 8 / kBits;
-  const uint8_t scalar_offset = kOffset ? offset : uint8_t{0};
+  if constexpr (!kOffset) offset = 0;
   const int64_t lead = std::min<int64_t>(count, (kPerByte - first % kPerByte) % kPerByte);
-  if (lead > 0) UnpackCodesScalar<kBits, kSigned>(packed, first, lead, codes, scalar_offset);
+  if (lead > 0) UnpackCodesScalar<kBits, kSigned>(packed, first, lead, codes, offset);
   const int64_t bytes = (count - lead) / kPerByte;
   UnpackWholeBytes<kBits, kSigned, kOffset>(packed + (first + lead) / kPerByte, bytes, codes + lead, offset);
   const int64_t done = lead + bytes * kPerByte;
-  if (done < count) UnpackCodesScalar<kBits, kSigned>(packed, first + done, count - done, codes + done, scalar_offset);
+  if (done < count) UnpackCodesScalar<kBits, kSigned>(packed, first + done, count - done, codes + done, offset);
 }
 
 /// Packs 4·Lanes codes of kBits (2 or 4) bits, int32 lanes already in the output's range, in ONNX
@@ -258,17 +258,12 @@ HWY_INLINE void StoreNibbles4(VI a, VI b, VI c, VI d, uint8_t* out) {
 HWY_INLINE void StoreSignedNibbles4(VI a, VI b, VI c, VI d, VF sa, VF sb, VF sc, VF sd, uint8_t* out) {
 #if HWY_TARGET == HWY_AVX2
   const __m256i codes = _mm256_packs_epi16(_mm256_packs_epi32(a.raw, b.raw), _mm256_packs_epi32(c.raw, d.raw));
-  const __m256i signed_bytes =
-      _mm256_packs_epi16(_mm256_packs_epi32(_mm256_castps_si256(sa.raw), _mm256_castps_si256(sb.raw)),
-                         _mm256_packs_epi32(_mm256_castps_si256(sc.raw), _mm256_castps_si256(sd.raw)));
   // Bit 7 of each byte to bit 3 of the same byte: a 16-bit shift moves nothing else into place.
-  const __m256i signs = _mm256_srli_epi16(_mm256_and_si256(signed_bytes, _mm256_set1_epi8(static_cast<char>(0x80))), 4);
+  const __m256i signs = _mm256_srli_epi16(PackedSignBits4(sa, sb, sc, sd), 4);
   StoreNibbleBytes(_mm256_or_si256(codes, signs), out);
 #elif HWY_TARGET == HWY_SSE4
   const __m128i codes = _mm_packs_epi16(_mm_packs_epi32(a.raw, b.raw), _mm_packs_epi32(c.raw, d.raw));
-  const __m128i signed_bytes = _mm_packs_epi16(_mm_packs_epi32(_mm_castps_si128(sa.raw), _mm_castps_si128(sb.raw)),
-                                               _mm_packs_epi32(_mm_castps_si128(sc.raw), _mm_castps_si128(sd.raw)));
-  const __m128i signs = _mm_srli_epi16(_mm_and_si128(signed_bytes, _mm_set1_epi8(static_cast<char>(0x80))), 4);
+  const __m128i signs = _mm_srli_epi16(PackedSignBits4(sa, sb, sc, sd), 4);
   StoreNibbleBytes(_mm_or_si128(codes, signs), out);
 #else
   const DI di;
