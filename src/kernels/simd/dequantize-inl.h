@@ -40,6 +40,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <type_traits>
 
 #include "hwy/highway.h"
 #include "kernels/kernels.hpp"
@@ -106,8 +107,10 @@ HWY_INLINE void StoreY(VF v, void* y, int64_t index, size_t n) {
 /// float_zero_point(i, n) give the parameters of the n-lane vector at i: a register for a run with
 /// one scale, loads for expanded parameters or parameters read in place. kFactorInScale: the scales
 /// are multiplied by the decode's factor already (kDecodeFactor; float8 x only), so the decode
-/// leaves it out.
-template <T X, T Y, class Scale, class ZeroPoint, class FloatZeroPoint, bool kFactorInScale = false>
+/// leaves it out. kSameParamsPerStep: the four vectors of each step (from element 0, four vectors
+/// apart) share their parameters (blocks of four vectors or more), so each step loads them once.
+template <T X, T Y, class Scale, class ZeroPoint, class FloatZeroPoint, bool kFactorInScale = false,
+          bool kSameParamsPerStep = false>
 HWY_INLINE void DequantizeLoop(const DequantizeCall& c, const void* src, int64_t src_index, int64_t first,
                                int64_t count, void* y, Scale&& scale, ZeroPoint&& zero_point,
                                FloatZeroPoint&& float_zero_point) {
@@ -115,18 +118,21 @@ HWY_INLINE void DequantizeLoop(const DequantizeCall& c, const void* src, int64_t
   const int64_t lanes = static_cast<int64_t>(hn::Lanes(df));
   constexpr int kBits = InBits(X);
   const bool has_zp = c.zero_point != nullptr;
-  const auto value = [&](int64_t k, size_t n) QDQ_INLINE_LAMBDA -> VF {
+  const auto value_with = [&](int64_t k, size_t n, int64_t param_k) QDQ_INLINE_LAMBDA -> VF {
     if constexpr (IsIntegerIn(X)) {
-      return hn::ConvertTo(df, hn::Sub(LoadInt<kBits, IsSignedIn(X)>(src, src_index + k, n), zero_point(k, n)));
+      return hn::ConvertTo(df, hn::Sub(LoadInt<kBits, IsSignedIn(X)>(src, src_index + k, n), zero_point(param_k, n)));
     } else {
       const VF d = LoadDecoded<typename TypeTraits<X>::Format, !kFactorInScale>(
           static_cast<const uint8_t*>(src) + src_index + k, n);
-      if constexpr (has_float_zero_point(X)) return has_zp ? hn::Sub(d, float_zero_point(k, n)) : d;
+      if constexpr (has_float_zero_point(X)) return has_zp ? hn::Sub(d, float_zero_point(param_k, n)) : d;
       return d;
     }
   };
+  const auto value = [&](int64_t k, size_t n) QDQ_INLINE_LAMBDA -> VF { return value_with(k, n, k); };
   // Four whole vectors per iteration, no partial vectors and no per-iteration branches.
   const size_t full = static_cast<size_t>(lanes);
+  // The element whose parameters vector v of the step at i uses.
+  const auto param_at = [&](int64_t i, int64_t v) QDQ_INLINE_LAMBDA { return kSameParamsPerStep ? i : i + v * lanes; };
   int64_t i = 0;
   for (; i + 4 * lanes <= count; i += 4 * lanes) {
     VF d0, d1, d2, d3;
@@ -135,23 +141,25 @@ HWY_INLINE void DequantizeLoop(const DequantizeCall& c, const void* src, int64_t
       LoadDecoded2<typename TypeTraits<X>::Format, !kFactorInScale>(codes, d0, d1);
       LoadDecoded2<typename TypeTraits<X>::Format, !kFactorInScale>(codes + 2 * lanes, d2, d3);
     } else {
-      d0 = value(i, full);
-      d1 = value(i + lanes, full);
-      d2 = value(i + 2 * lanes, full);
-      d3 = value(i + 3 * lanes, full);
+      d0 = value_with(i, full, param_at(i, 0));
+      d1 = value_with(i + lanes, full, param_at(i, 1));
+      d2 = value_with(i + 2 * lanes, full, param_at(i, 2));
+      d3 = value_with(i + 3 * lanes, full, param_at(i, 3));
     }
+    const VF s0 = scale(param_at(i, 0), full);
+    const VF s1 = kSameParamsPerStep ? s0 : scale(param_at(i, 1), full);
+    const VF s2 = kSameParamsPerStep ? s0 : scale(param_at(i, 2), full);
+    const VF s3 = kSameParamsPerStep ? s0 : scale(param_at(i, 3), full);
     if constexpr (Y == T::kBFloat16) {
       // Two vectors of codes per store.
       uint8_t* out = static_cast<uint8_t*>(y) + 2 * (first + i);
-      StoreWords2<false>(BFloat16Codes(hn::Mul(d0, scale(i, full))), BFloat16Codes(hn::Mul(d1, scale(i + lanes, full))),
-                         out);
-      StoreWords2<false>(BFloat16Codes(hn::Mul(d2, scale(i + 2 * lanes, full))),
-                         BFloat16Codes(hn::Mul(d3, scale(i + 3 * lanes, full))), out + 4 * lanes);
+      StoreWords2<false>(BFloat16Codes(hn::Mul(d0, s0)), BFloat16Codes(hn::Mul(d1, s1)), out);
+      StoreWords2<false>(BFloat16Codes(hn::Mul(d2, s2)), BFloat16Codes(hn::Mul(d3, s3)), out + 4 * lanes);
     } else {
-      StoreY<Y>(hn::Mul(d0, scale(i, full)), y, first + i, full);
-      StoreY<Y>(hn::Mul(d1, scale(i + lanes, full)), y, first + i + lanes, full);
-      StoreY<Y>(hn::Mul(d2, scale(i + 2 * lanes, full)), y, first + i + 2 * lanes, full);
-      StoreY<Y>(hn::Mul(d3, scale(i + 3 * lanes, full)), y, first + i + 3 * lanes, full);
+      StoreY<Y>(hn::Mul(d0, s0), y, first + i, full);
+      StoreY<Y>(hn::Mul(d1, s1), y, first + i + lanes, full);
+      StoreY<Y>(hn::Mul(d2, s2), y, first + i + 2 * lanes, full);
+      StoreY<Y>(hn::Mul(d3, s3), y, first + i + 3 * lanes, full);
     }
   }
   for (; i < count; i += lanes) {
@@ -490,6 +498,8 @@ HWY_NOINLINE void DequantizeVectorBlocks(const DequantizeCall& c, void* y, int64
   HWY_ALIGN VectorBlockParams params;
   HWY_ALIGN uint8_t stage[kChunk * kOutputBytesPer<Y>];  // streaming: a piece's bytes of y
   params.shift = shift;
+  int steps_shift = 0;  // log2 of the elements of one step of DequantizeLoop (four vectors)
+  while ((int64_t{1} << steps_shift) < 4 * static_cast<int64_t>(hn::Lanes(DF()))) ++steps_shift;
   for (int64_t piece = begin; piece < end; piece += kChunk) {
     const int64_t count = std::min(kChunk, end - piece);
     LoadDequantizeParams<X, Y>(c, piece >> shift, count >> shift, params.scale, params.zero_point,
@@ -508,11 +518,17 @@ HWY_NOINLINE void DequantizeVectorBlocks(const DequantizeCall& c, void* y, int64
     const auto scale = [&](int64_t k, size_t n) QDQ_INLINE_LAMBDA { return params.Scale(k, n); };
     const auto zero_point = [&](int64_t k, size_t n) QDQ_INLINE_LAMBDA { return params.ZeroPoint(k, n); };
     const auto float_zero_point = [&](int64_t k, size_t n) QDQ_INLINE_LAMBDA { return params.FloatZeroPoint(k, n); };
-    if (FoldDecodeFactor<X>(params.scale, count >> shift)) {
-      DequantizeLoop<X, Y, decltype(scale)&, decltype(zero_point)&, decltype(float_zero_point)&, true>(
+    const bool folded = FoldDecodeFactor<X>(params.scale, count >> shift);
+    const auto loop = [&](auto factor_in_scale, auto same_params_per_step) QDQ_INLINE_LAMBDA {
+      DequantizeLoop<X, Y, decltype(scale)&, decltype(zero_point)&, decltype(float_zero_point)&,
+                     decltype(factor_in_scale)::value, decltype(same_params_per_step)::value>(
           c, src, src_index, 0, count, staged.Out(), scale, zero_point, float_zero_point);
+    };
+    // Blocks of four vectors or more: each step of the loop lies in one block (pieces start on one).
+    if (shift >= steps_shift) {
+      folded ? loop(std::true_type(), std::true_type()) : loop(std::false_type(), std::true_type());
     } else {
-      DequantizeLoop<X, Y>(c, src, src_index, 0, count, staged.Out(), scale, zero_point, float_zero_point);
+      folded ? loop(std::true_type(), std::false_type()) : loop(std::false_type(), std::false_type());
     }
     staged.Finish(static_cast<size_t>(count * kOutputBytesPer<Y>));
   }
