@@ -1,0 +1,34 @@
+// One side of scripts/ab_inprocess.sh: a shared library built from one build tree's qdq and bench
+// cases, loaded beside the other side's by ab_driver so that both run in one process.
+#include <chrono>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+
+#include "bench_core.hpp"
+
+namespace {
+std::unique_ptr<qdq::bench::PreparedCase> prepared;
+}  // namespace
+
+/// Prepares the `qdq bench` case named `name` with about `elements` elements; returns the exact
+/// count, or 0 where no case has that name. Allocates the case's tensors; single-threaded.
+extern "C" int64_t qdq_ab_prepare(const char* name, int64_t elements) {
+  for (const auto& info : qdq::bench::all_cases()) {
+    if (info.name != name) continue;
+    int64_t actual = 0;
+    prepared = qdq::bench::prepare_case(info, elements, &actual);
+    return actual;
+  }
+  return 0;
+}
+
+/// Runs the prepared case `calls` times on one thread; returns the mean nanoseconds per call.
+/// Allocates nothing of its own.
+extern "C" double qdq_ab_time(int calls) {
+  qdq::ExecutionOptions options;
+  options.num_threads = 1;
+  const auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < calls; ++i) prepared->run(options);
+  return std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - start).count() / calls;
+}
