@@ -74,7 +74,8 @@ int main(int argc, char** argv) {
     const double best = *std::min_element(t[0].begin(), t[0].end()) / *std::min_element(t[1].begin(), t[1].end());
     std::printf("%-52s %12.2f %12.2f %7.3fx %7.3fx\n", argv[a], before, after, median(speedup), best);
   }
-  std::printf("after/: median over rounds of (before time / after time) in adjacent bursts; (min): the same "
-              "from each side's fastest burst\n");
+  std::printf(
+      "after/: median over rounds of (before time / after time) in adjacent bursts; (min): the same "
+      "from each side's fastest burst\n");
   return status;
 }

@@ -185,6 +185,24 @@ struct VectorBlockParams {
   VF FloatZeroPoint(int64_t k, size_t) const { return hn::Set(DF(), float_zero_point[k >> shift]); }
 };
 
+/// VectorBlockParams for blocks of four vectors or more, whose loop steps of four vectors each lie
+/// in one block: the loop calls BeginStep(k) at each step (element k), which broadcasts that block's
+/// parameters once, and every vector of the step reads the registers.
+struct StepBlockParams {
+  const VectorBlockParams& blocks;
+  mutable VF scale;
+  mutable VI zero_point;
+  mutable VF float_zero_point;
+  void BeginStep(int64_t k) const {
+    scale = blocks.Scale(k, 0);
+    zero_point = blocks.ZeroPoint(k, 0);
+    float_zero_point = blocks.FloatZeroPoint(k, 0);
+  }
+  VF Scale(int64_t, size_t) const { return scale; }
+  VI ZeroPoint(int64_t, size_t) const { return zero_point; }
+  VF FloatZeroPoint(int64_t, size_t) const { return float_zero_point; }
+};
+
 /// Fills `e` for elements [chunk, chunk_end), walking the segments with `cursor`: the scales and,
 /// as the type needs, integer or float zero points. load(first, count, scale, zero_point,
 /// float_zero_point) stores parameters [first, first + count) at those pointers, whole vectors.

@@ -317,8 +317,13 @@ HWY_INLINE void QuantizeLoopWith(const QuantizeCall& c, bool saturate, int64_t f
   const auto quotient = [&](int64_t k, size_t n) QDQ_INLINE_LAMBDA {
     return RoundQuotient<P>(route.Quotient(LoadDividend<X>(c.x, first + k, n), params.Scale(k, n)));
   };
+  // Parameters that change per step, not per vector (StepBlockParams).
+  const auto begin_step = [&](int64_t k) QDQ_INLINE_LAMBDA {
+    if constexpr (requires { params.BeginStep(k); }) params.BeginStep(k);
+  };
   int64_t i = 0;
   for (; i + 4 * lanes <= count; i += 4 * lanes) {
+    begin_step(i);
     uint8_t* const dst = kBytesPer != 0 ? out + i * kBytesPer : out + i * kBits / 8;
     if constexpr (requires(VF & v) { route.Group(v, v, v, v, v); }) {
       // The reciprocal routes check a whole group at once (one branch), with one scale for the run.
@@ -336,6 +341,7 @@ HWY_INLINE void QuantizeLoopWith(const QuantizeCall& c, bool saturate, int64_t f
   if constexpr (!kPackInRegisters || kBits >= 8) {
     for (; i < count; i += lanes) {
       const size_t n = static_cast<size_t>(std::min(lanes, count - i));
+      begin_step(i);
       StoreOut<Y>(OutputCodes<Y, false>(c, saturate, quotient(i, n), params, i, n), out, i, n);
     }
   }
@@ -615,13 +621,20 @@ HWY_NOINLINE void QuantizeVectorBlocks(const QuantizeCall& c, void* y, int64_t b
   HWY_ALIGN VectorBlockParams params;
   HWY_ALIGN uint8_t stage[OutputBytes<Y>(kChunk)];  // streaming: a piece's bytes of y
   params.shift = shift;
+  int steps_shift = 0;  // log2 of the elements of one step of the loop (four vectors)
+  while ((int64_t{1} << steps_shift) < 4 * static_cast<int64_t>(hn::Lanes(DF()))) ++steps_shift;
   for (int64_t first = begin; first < end; first += kChunk) {
     const int64_t count = std::min(kChunk, end - first);
     LoadQuantizeParams<P, Y>(c, first >> shift, count >> shift, params.scale, params.zero_point,
                              params.float_zero_point);
     // Pieces start on whole blocks, of whole vectors: on whole bytes of 2/4-bit y.
     const PieceOutput piece(stage, stream, OutputAt<Y>(y, first));
-    QuantizeLoop<X, P, Y, Divide, kPack>(c, first, count, params, piece.Out());
+    if (shift >= steps_shift) {
+      // Blocks of four vectors or more: each step of the loop lies in one block (pieces start on one).
+      QuantizeLoop<X, P, Y, Divide, kPack>(c, first, count, StepBlockParams{params}, piece.Out());
+    } else {
+      QuantizeLoop<X, P, Y, Divide, kPack>(c, first, count, params, piece.Out());
+    }
     piece.Finish(static_cast<size_t>(OutputBytes<Y>(count)));
   }
 }
