@@ -146,20 +146,19 @@ HWY_INLINE void DequantizeLoop(const DequantizeCall& c, const void* src, int64_t
       d2 = value_with(i + 2 * lanes, full, param_at(i, 2));
       d3 = value_with(i + 3 * lanes, full, param_at(i, 3));
     }
-    const VF s0 = scale(param_at(i, 0), full);
-    const VF s1 = kSameParamsPerStep ? s0 : scale(param_at(i, 1), full);
-    const VF s2 = kSameParamsPerStep ? s0 : scale(param_at(i, 2), full);
-    const VF s3 = kSameParamsPerStep ? s0 : scale(param_at(i, 3), full);
+    // Vector v's scale, read where it is used (as the loop did before steps shared them).
+    const VF s0 = scale(i, full);
+    const auto s = [&](int64_t v) QDQ_INLINE_LAMBDA { return kSameParamsPerStep ? s0 : scale(i + v * lanes, full); };
     if constexpr (Y == T::kBFloat16) {
       // Two vectors of codes per store.
       uint8_t* out = static_cast<uint8_t*>(y) + 2 * (first + i);
-      StoreWords2<false>(BFloat16Codes(hn::Mul(d0, s0)), BFloat16Codes(hn::Mul(d1, s1)), out);
-      StoreWords2<false>(BFloat16Codes(hn::Mul(d2, s2)), BFloat16Codes(hn::Mul(d3, s3)), out + 4 * lanes);
+      StoreWords2<false>(BFloat16Codes(hn::Mul(d0, s0)), BFloat16Codes(hn::Mul(d1, s(1))), out);
+      StoreWords2<false>(BFloat16Codes(hn::Mul(d2, s(2))), BFloat16Codes(hn::Mul(d3, s(3))), out + 4 * lanes);
     } else {
       StoreY<Y>(hn::Mul(d0, s0), y, first + i, full);
-      StoreY<Y>(hn::Mul(d1, s1), y, first + i + lanes, full);
-      StoreY<Y>(hn::Mul(d2, s2), y, first + i + 2 * lanes, full);
-      StoreY<Y>(hn::Mul(d3, s3), y, first + i + 3 * lanes, full);
+      StoreY<Y>(hn::Mul(d1, s(1)), y, first + i + lanes, full);
+      StoreY<Y>(hn::Mul(d2, s(2)), y, first + i + 2 * lanes, full);
+      StoreY<Y>(hn::Mul(d3, s(3)), y, first + i + 3 * lanes, full);
     }
   }
   for (; i < count; i += lanes) {
