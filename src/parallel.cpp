@@ -281,16 +281,28 @@ ThreadPool& pool() {
   return instance;
 }
 
-int environment_threads() {
+// The environment's defaults are read once per process, at the first call that needs them (as
+// OpenMP reads OMP_NUM_THREADS): getenv scans the whole environment, and every operator call would
+// pay for it (~1 % of a 64 Ki-element call, more of a small one). hardware_concurrency() likewise:
+// glibc opens and reads /sys/devices/system/cpu/online on every call.
+int read_environment_threads() {
   if (const char* env = std::getenv("QDQ_NUM_THREADS")) {
     char* end = nullptr;
     const long n = std::strtol(env, &end, 10);
     if (end != env && *end == '\0' && n > 0) return static_cast<int>(std::min(n, 1024L));
   }
-  // Read once: glibc opens and reads /sys/devices/system/cpu/online on every call, a few
-  // microseconds that every operator call without an explicit thread count would pay.
-  static const unsigned hw = std::thread::hardware_concurrency();
+  const unsigned hw = std::thread::hardware_concurrency();
   return hw == 0 ? 1 : static_cast<int>(hw);
+}
+
+int environment_threads() {
+  static const int threads = read_environment_threads();
+  return threads;
+}
+
+bool read_environment_force_scalar() {
+  const char* env = std::getenv("QDQ_FORCE_SCALAR");
+  return env != nullptr && env[0] != '\0' && std::strcmp(env, "0") != 0;
 }
 
 }  // namespace
@@ -308,9 +320,8 @@ int resolve_num_threads(const ExecutionOptions& options) {
 }
 
 bool resolve_force_scalar(const ExecutionOptions& options) {
-  if (options.force_scalar) return true;
-  const char* env = std::getenv("QDQ_FORCE_SCALAR");
-  return env != nullptr && env[0] != '\0' && std::strcmp(env, "0") != 0;
+  static const bool environment = read_environment_force_scalar();
+  return options.force_scalar || environment;
 }
 
 uint64_t bytes_moved(DataType x_type, DataType y_type, int64_t elements) {

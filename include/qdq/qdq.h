@@ -186,10 +186,11 @@ typedef void (*qdq_parallel_for_function)(void* user_data, size_t tasks, qdq_tas
 typedef struct qdq_execution_options {
   size_t struct_size; /**< sizeof(qdq_execution_options). */
   /** Threads to use: 0 = the process default (qdq_set_default_num_threads(), else QDQ_NUM_THREADS,
-      else the hardware threads); 1 = the calling thread only. Not used with `parallel_for`. */
+      read once per process, else the hardware threads); 1 = the calling thread only. Not used with
+      `parallel_for`. */
   int32_t num_threads;
   /** Nonzero: use the scalar reference kernels even where a vectorised one exists (also
-      QDQ_FORCE_SCALAR=1 in the environment). */
+      QDQ_FORCE_SCALAR=1 in the environment, read once per process). */
   int32_t force_scalar;
   /** If not NULL, qdq hands its tasks (fixed-size pieces of the tensor) to this instead of its own
       thread pool; a call small enough for one task runs on the calling thread without it. */

@@ -86,7 +86,8 @@ struct DequantizeLinearAttributes {
 /// threads, and return when all have finished. qdq's results never depend on how tasks are spread.
 using ParallelFor = std::function<void(size_t tasks, const std::function<void(size_t task)>& body)>;
 
-/// How a call runs. The defaults read QDQ_NUM_THREADS and QDQ_FORCE_SCALAR from the environment.
+/// How a call runs. The defaults read QDQ_NUM_THREADS and QDQ_FORCE_SCALAR from the environment,
+/// once per process (at the first call that needs each).
 struct ExecutionOptions {
   /// Threads to use: 0 = the process default (set_default_num_threads, else QDQ_NUM_THREADS, else the
   /// number of hardware threads). 1 = the calling thread only.
