@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <cstring>
 #include <memory>
+#include <string>
 
 #include "bench_core.hpp"
 
@@ -12,10 +13,24 @@ std::unique_ptr<qdq::bench::PreparedCase> prepared;
 }  // namespace
 
 /// Prepares the `qdq bench` case named `name` with about `elements` elements; returns the exact
-/// count, or 0 where no case has that name. Allocates the case's tensors; single-threaded.
+/// count, or 0 where no case has that name. A blocked case's name may end in another block size
+/// than the bench's (".../blocked-last-16" for ".../blocked-last-32"). Allocates the case's tensors;
+/// single-threaded.
 extern "C" int64_t qdq_ab_prepare(const char* name, int64_t elements) {
-  for (const auto& info : qdq::bench::all_cases()) {
-    if (info.name != name) continue;
+  const std::string wanted = name;
+  for (auto info : qdq::bench::all_cases()) {
+    if (info.block_size > 0 && info.name != wanted) {
+      const std::string suffix = "-" + std::to_string(info.block_size);
+      const std::string stem = info.name.substr(0, info.name.size() - suffix.size());
+      if (wanted.rfind(stem + "-", 0) == 0) {
+        const std::string block = wanted.substr(stem.size() + 1);
+        if (!block.empty() && block.find_first_not_of("0123456789") == std::string::npos) {
+          info.block_size = std::stoll(block);
+          info.name = wanted;
+        }
+      }
+    }
+    if (info.name != wanted) continue;
     int64_t actual = 0;
     prepared = qdq::bench::prepare_case(info, elements, &actual);
     return actual;

@@ -107,10 +107,11 @@ HWY_INLINE void StoreY(VF v, void* y, int64_t index, size_t n) {
 /// float_zero_point(i, n) give the parameters of the n-lane vector at i: a register for a run with
 /// one scale, loads for expanded parameters or parameters read in place. kFactorInScale: the scales
 /// are multiplied by the decode's factor already (kDecodeFactor; float8 x only), so the decode
-/// leaves it out. kSameParamsPerStep: the four vectors of each step (from element 0, four vectors
-/// apart) share their parameters (blocks of four vectors or more), so each step loads them once.
+/// leaves it out. kVectorsPerBlock (1, 2 or 4): each step's four vectors (from element 0) share
+/// their parameters in aligned groups of that many (blocks of two vectors, or of four or more), so
+/// each group loads them once.
 template <T X, T Y, class Scale, class ZeroPoint, class FloatZeroPoint, bool kFactorInScale = false,
-          bool kSameParamsPerStep = false>
+          int kVectorsPerBlock = 1>
 HWY_INLINE void DequantizeLoop(const DequantizeCall& c, const void* src, int64_t src_index, int64_t first,
                                int64_t count, void* y, Scale&& scale, ZeroPoint&& zero_point,
                                FloatZeroPoint&& float_zero_point) {
@@ -132,7 +133,9 @@ HWY_INLINE void DequantizeLoop(const DequantizeCall& c, const void* src, int64_t
   // Four whole vectors per iteration, no partial vectors and no per-iteration branches.
   const size_t full = static_cast<size_t>(lanes);
   // The element whose parameters vector v of the step at i uses.
-  const auto param_at = [&](int64_t i, int64_t v) QDQ_INLINE_LAMBDA { return kSameParamsPerStep ? i : i + v * lanes; };
+  static_assert(kVectorsPerBlock == 1 || kVectorsPerBlock == 2 || kVectorsPerBlock == 4);
+  const auto param_at = [&](int64_t i, int64_t v)
+                            QDQ_INLINE_LAMBDA { return i + v / kVectorsPerBlock * kVectorsPerBlock * lanes; };
   int64_t i = 0;
   for (; i + 4 * lanes <= count; i += 4 * lanes) {
     VF d0, d1, d2, d3;
@@ -146,19 +149,24 @@ HWY_INLINE void DequantizeLoop(const DequantizeCall& c, const void* src, int64_t
       d2 = value_with(i + 2 * lanes, full, param_at(i, 2));
       d3 = value_with(i + 3 * lanes, full, param_at(i, 3));
     }
-    // Vector v's scale, read where it is used (as the loop did before steps shared them).
+    // Vector v's scale: loaded where it is used (as the loop did before groups shared them) when v
+    // starts a group, else the group's.
+    const auto scale_of = [&](int64_t v, VF group) QDQ_INLINE_LAMBDA {
+      return v % kVectorsPerBlock == 0 ? scale(i + v * lanes, full) : group;
+    };
     const VF s0 = scale(i, full);
-    const auto s = [&](int64_t v) QDQ_INLINE_LAMBDA { return kSameParamsPerStep ? s0 : scale(i + v * lanes, full); };
     if constexpr (Y == T::kBFloat16) {
       // Two vectors of codes per store.
       uint8_t* out = static_cast<uint8_t*>(y) + 2 * (first + i);
-      StoreWords2<false>(BFloat16Codes(hn::Mul(d0, s0)), BFloat16Codes(hn::Mul(d1, s(1))), out);
-      StoreWords2<false>(BFloat16Codes(hn::Mul(d2, s(2))), BFloat16Codes(hn::Mul(d3, s(3))), out + 4 * lanes);
+      StoreWords2<false>(BFloat16Codes(hn::Mul(d0, s0)), BFloat16Codes(hn::Mul(d1, scale_of(1, s0))), out);
+      const VF s2 = scale_of(2, s0);
+      StoreWords2<false>(BFloat16Codes(hn::Mul(d2, s2)), BFloat16Codes(hn::Mul(d3, scale_of(3, s2))), out + 4 * lanes);
     } else {
       StoreY<Y>(hn::Mul(d0, s0), y, first + i, full);
-      StoreY<Y>(hn::Mul(d1, s(1)), y, first + i + lanes, full);
-      StoreY<Y>(hn::Mul(d2, s(2)), y, first + i + 2 * lanes, full);
-      StoreY<Y>(hn::Mul(d3, s(3)), y, first + i + 3 * lanes, full);
+      StoreY<Y>(hn::Mul(d1, scale_of(1, s0)), y, first + i + lanes, full);
+      const VF s2 = scale_of(2, s0);
+      StoreY<Y>(hn::Mul(d2, s2), y, first + i + 2 * lanes, full);
+      StoreY<Y>(hn::Mul(d3, scale_of(3, s2)), y, first + i + 3 * lanes, full);
     }
   }
   for (; i < count; i += lanes) {
@@ -280,6 +288,16 @@ HWY_INLINE void DequantizeInPlace(const DequantizeCall& c, const void* src, int6
       [&](int64_t k, size_t n) QDQ_INLINE_LAMBDA { return p.ZeroPoint(k, n); },
       [&](int64_t k, size_t n) QDQ_INLINE_LAMBDA { return p.FloatZeroPoint(k, n); });
 }
+
+/// Whether X's decode has a factor to fold into the scales (FoldDecodeFactor can return true).
+template <T X>
+constexpr bool kFoldsDecodeFactor = [] {
+  if constexpr (IsIntegerIn(X)) {
+    return false;
+  } else {
+    return kDecodeFactor<typename TypeTraits<X>::Format> != 1.0f;
+  }
+}();
 
 /// Multiplies scale[0, count) by X's decode factor (kDecodeFactor) where every product is finite as
 /// its scale is, and says whether it did (never for x without a factor): DequantizeLoop's
@@ -497,8 +515,8 @@ HWY_NOINLINE void DequantizeVectorBlocks(const DequantizeCall& c, void* y, int64
   HWY_ALIGN VectorBlockParams params;
   HWY_ALIGN uint8_t stage[kChunk * kOutputBytesPer<Y>];  // streaming: a piece's bytes of y
   params.shift = shift;
-  int steps_shift = 0;  // log2 of the elements of one step of DequantizeLoop (four vectors)
-  while ((int64_t{1} << steps_shift) < 4 * static_cast<int64_t>(hn::Lanes(DF()))) ++steps_shift;
+  int vector_shift = 0;  // log2 of the lanes of a vector
+  while ((int64_t{1} << vector_shift) < static_cast<int64_t>(hn::Lanes(DF()))) ++vector_shift;
   for (int64_t piece = begin; piece < end; piece += kChunk) {
     const int64_t count = std::min(kChunk, end - piece);
     LoadDequantizeParams<X, Y>(c, piece >> shift, count >> shift, params.scale, params.zero_point,
@@ -517,17 +535,31 @@ HWY_NOINLINE void DequantizeVectorBlocks(const DequantizeCall& c, void* y, int64
     const auto scale = [&](int64_t k, size_t n) QDQ_INLINE_LAMBDA { return params.Scale(k, n); };
     const auto zero_point = [&](int64_t k, size_t n) QDQ_INLINE_LAMBDA { return params.ZeroPoint(k, n); };
     const auto float_zero_point = [&](int64_t k, size_t n) QDQ_INLINE_LAMBDA { return params.FloatZeroPoint(k, n); };
-    const bool folded = FoldDecodeFactor<X>(params.scale, count >> shift);
-    const auto loop = [&](auto factor_in_scale, auto same_params_per_step) QDQ_INLINE_LAMBDA {
+    const auto loop = [&](auto factor_in_scale, auto vectors_per_block) QDQ_INLINE_LAMBDA {
       DequantizeLoop<X, Y, decltype(scale)&, decltype(zero_point)&, decltype(float_zero_point)&,
-                     decltype(factor_in_scale)::value, decltype(same_params_per_step)::value>(
+                     decltype(factor_in_scale)::value, decltype(vectors_per_block)::value>(
           c, src, src_index, 0, count, staged.Out(), scale, zero_point, float_zero_point);
     };
-    // Blocks of four vectors or more: each step of the loop lies in one block (pieces start on one).
-    if (shift >= steps_shift) {
-      folded ? loop(std::true_type(), std::true_type()) : loop(std::false_type(), std::true_type());
+    // Pieces start on a block, so the loop's aligned groups of two vectors lie in one block of two
+    // vectors or more, and its steps of four in one of four or more.
+    const auto with_groups = [&](auto factor_in_scale) QDQ_INLINE_LAMBDA {
+      const int vectors_shift = shift - vector_shift;
+      if (vectors_shift >= 2) {
+        loop(factor_in_scale, std::integral_constant<int, 4>());
+      } else if (vectors_shift == 1) {
+        loop(factor_in_scale, std::integral_constant<int, 2>());
+      } else {
+        loop(factor_in_scale, std::integral_constant<int, 1>());
+      }
+    };
+    if constexpr (kFoldsDecodeFactor<X>) {
+      if (FoldDecodeFactor<X>(params.scale, count >> shift)) {
+        with_groups(std::true_type());
+      } else {
+        with_groups(std::false_type());
+      }
     } else {
-      folded ? loop(std::true_type(), std::false_type()) : loop(std::false_type(), std::false_type());
+      with_groups(std::false_type());
     }
     staged.Finish(static_cast<size_t>(count * kOutputBytesPer<Y>));
   }
