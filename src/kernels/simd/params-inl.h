@@ -185,22 +185,34 @@ struct VectorBlockParams {
   VF FloatZeroPoint(int64_t k, size_t) const { return hn::Set(DF(), float_zero_point[k >> shift]); }
 };
 
-/// VectorBlockParams for blocks of four vectors or more, whose loop steps of four vectors each lie
-/// in one block: the loop calls BeginStep(k) at each step (element k), which broadcasts that block's
-/// parameters once, and every vector of the step reads the registers.
+/// VectorBlockParams for blocks of kVectors = 2 vectors, or of 4 and more, whose loop steps of four
+/// vectors (from element 0) hold two whole blocks or lie in one: the loop calls BeginStep(k) at each
+/// step (element k), which broadcasts the step's one or two blocks' parameters once, and the step's
+/// vectors read the registers (the step's vector at element k + v·Lanes, v a constant, uses the
+/// first block's for v < kVectors).
+template <int kVectors>
 struct StepBlockParams {
+  static_assert(kVectors == 2 || kVectors == 4);
   const VectorBlockParams& blocks;
-  mutable VF scale;
-  mutable VI zero_point;
-  mutable VF float_zero_point;
+  mutable int64_t step = 0;
+  mutable VF scale[2];
+  mutable VI zero_point[2];
+  mutable VF float_zero_point[2];
   void BeginStep(int64_t k) const {
-    scale = blocks.Scale(k, 0);
-    zero_point = blocks.ZeroPoint(k, 0);
-    float_zero_point = blocks.FloatZeroPoint(k, 0);
+    step = k;
+    for (int g = 0; g < 4 / kVectors; ++g) {
+      const int64_t at = k + g * kVectors * static_cast<int64_t>(hn::Lanes(DF()));
+      scale[g] = blocks.Scale(at, 0);
+      zero_point[g] = blocks.ZeroPoint(at, 0);
+      float_zero_point[g] = blocks.FloatZeroPoint(at, 0);
+    }
   }
-  VF Scale(int64_t, size_t) const { return scale; }
-  VI ZeroPoint(int64_t, size_t) const { return zero_point; }
-  VF FloatZeroPoint(int64_t, size_t) const { return float_zero_point; }
+  size_t Group(int64_t k) const {
+    return kVectors == 4 ? 0 : static_cast<size_t>(k - step >= 2 * static_cast<int64_t>(hn::Lanes(DF())));
+  }
+  VF Scale(int64_t k, size_t) const { return scale[Group(k)]; }
+  VI ZeroPoint(int64_t k, size_t) const { return zero_point[Group(k)]; }
+  VF FloatZeroPoint(int64_t k, size_t) const { return float_zero_point[Group(k)]; }
 };
 
 /// Fills `e` for elements [chunk, chunk_end), walking the segments with `cursor`: the scales and,

@@ -621,17 +621,20 @@ HWY_NOINLINE void QuantizeVectorBlocks(const QuantizeCall& c, void* y, int64_t b
   HWY_ALIGN VectorBlockParams params;
   HWY_ALIGN uint8_t stage[OutputBytes<Y>(kChunk)];  // streaming: a piece's bytes of y
   params.shift = shift;
-  int steps_shift = 0;  // log2 of the elements of one step of the loop (four vectors)
-  while ((int64_t{1} << steps_shift) < 4 * static_cast<int64_t>(hn::Lanes(DF()))) ++steps_shift;
+  int vector_shift = 0;  // log2 of the lanes of a vector
+  while ((int64_t{1} << vector_shift) < static_cast<int64_t>(hn::Lanes(DF()))) ++vector_shift;
   for (int64_t first = begin; first < end; first += kChunk) {
     const int64_t count = std::min(kChunk, end - first);
     LoadQuantizeParams<P, Y>(c, first >> shift, count >> shift, params.scale, params.zero_point,
                              params.float_zero_point);
     // Pieces start on whole blocks, of whole vectors: on whole bytes of 2/4-bit y.
     const PieceOutput piece(stage, stream, OutputAt<Y>(y, first));
-    if (shift >= steps_shift) {
-      // Blocks of four vectors or more: each step of the loop lies in one block (pieces start on one).
-      QuantizeLoop<X, P, Y, Divide, kPack>(c, first, count, StepBlockParams{params}, piece.Out());
+    // Pieces start on a block: each step of the loop lies in one block of four vectors or more, or
+    // holds two whole blocks of two vectors.
+    if (shift >= vector_shift + 2) {
+      QuantizeLoop<X, P, Y, Divide, kPack>(c, first, count, StepBlockParams<4>{params}, piece.Out());
+    } else if (shift == vector_shift + 1) {
+      QuantizeLoop<X, P, Y, Divide, kPack>(c, first, count, StepBlockParams<2>{params}, piece.Out());
     } else {
       QuantizeLoop<X, P, Y, Divide, kPack>(c, first, count, params, piece.Out());
     }
