@@ -536,12 +536,9 @@ std::vector<BenchResult> run_benchmarks(const BenchOptions& options,
       r.vs_reference = in_cache ? r.ceiling_ratio : r.ratio;
       r.reference_target = reference_target();
       r.target = scalar ? "" : target;
-      if (quantize && !scalar) {
-        r.routes = getenv("QDQ_POW2")           ? "power-of-two reciprocal"
-                   : info.x == DataType::kFloat ? quantize_division_route(info.y)
-                                                : "division";
-      }
+      if (quantize && !scalar) r.routes = info.x == DataType::kFloat ? quantize_division_route(info.y) : "division";
       if (quantize && scalar) r.routes = "division";
+      r.stores = scalar ? "normal" : output_stores(c->bytes_out());
       r.load = options.load;
       if (options.compare_one_thread) {
         r.one_thread_gelem_per_s = static_cast<double>(elements) / paired.b / 1e9;
@@ -570,7 +567,7 @@ std::string to_json(const std::vector<BenchResult>& results) {
            ", \"ceiling_ratio\": " + fixed(r.ceiling_ratio, 3) + ", \"reference\": " + json_string(r.reference) +
            ", \"vs_reference\": " + fixed(r.vs_reference, 3) +
            ", \"reference_target\": " + json_string(r.reference_target) + ", \"target\": " + json_string(r.target) +
-           ", \"routes\": " + json_string(r.routes) + ", \"load\": " + std::to_string(r.load) +
+           ", \"routes\": " + json_string(r.routes) + ", \"stores\": " + json_string(r.stores) + ", \"load\": " + std::to_string(r.load) +
            ", \"one_thread_gelem_per_s\": " + fixed(r.one_thread_gelem_per_s, 4) +
            ", \"vs_one_thread\": " + fixed(r.vs_one_thread, 3) + "}";
     out += i + 1 < results.size() ? ",\n" : "\n";
@@ -580,8 +577,8 @@ std::string to_json(const std::vector<BenchResult>& results) {
 
 std::string table_header(bool thread_columns) {
   char buffer[256];
-  std::snprintf(buffer, sizeof buffer, "%-46s %-6s %7s %10s %8s %8s %6s %8s %6s %-9s %6s", "case", "kernel", "threads",
-                "Gelem/s", "GB/s", "streamGB", "ratio", "ceilGe/s", "vsCeil", "ref", "vsRef");
+  std::snprintf(buffer, sizeof buffer, "%-46s %-6s %7s %10s %8s %8s %6s %8s %6s %-9s %6s %-6s", "case", "kernel",
+                "threads", "Gelem/s", "GB/s", "streamGB", "ratio", "ceilGe/s", "vsCeil", "ref", "vsRef", "stores");
   std::string header = buffer;
   if (thread_columns) {
     std::snprintf(buffer, sizeof buffer, " %4s %10s %6s", "load", "1T Gelem/s", "vs1T");
@@ -592,9 +589,10 @@ std::string table_header(bool thread_columns) {
 
 std::string table_row(const BenchResult& r) {
   char buffer[256];
-  std::snprintf(buffer, sizeof buffer, "%-46s %-6s %7d %10.3f %8.2f %8.2f %6.2f %8.2f %6.2f %-9s %6.2f", r.name.c_str(),
-                r.kernel.c_str(), r.threads, r.gelem_per_s, r.gbps, r.stream_gbps, r.ratio, r.ceiling_gelem_per_s,
-                r.ceiling_ratio, r.reference.c_str(), r.vs_reference);
+  std::snprintf(buffer, sizeof buffer, "%-46s %-6s %7d %10.3f %8.2f %8.2f %6.2f %8.2f %6.2f %-9s %6.2f %-6s",
+                r.name.c_str(), r.kernel.c_str(), r.threads, r.gelem_per_s, r.gbps, r.stream_gbps, r.ratio,
+                r.ceiling_gelem_per_s, r.ceiling_ratio, r.reference.c_str(), r.vs_reference,
+                r.stores == "non-temporal" ? "nt" : r.stores.c_str());
   std::string row = buffer;
   if (r.vs_one_thread > 0) {
     std::snprintf(buffer, sizeof buffer, " %4d %10.3f %6.2f", r.load, r.one_thread_gelem_per_s, r.vs_one_thread);

@@ -54,10 +54,12 @@ struct BenchResult {
   double vs_reference = 0;       // ceiling_ratio or ratio, as `reference` says
   std::string reference_target;  // the Highway target the reference loops ran on, e.g. "AVX3"
   std::string target;            // the SIMD target the kernels ran on (qdq::simd_target(); --target)
-  // How the kernel computes the quantize quotient here: "division", "power-of-two reciprocal" or, as
-  // measured for the target at first use, "rounding check" or "Markstein reciprocal"; empty for
-  // dequantize.
+  // How the kernel computes the quantize quotient here: "division" or, as measured for the target at
+  // first use, "rounding check" or "Markstein reciprocal"; empty for dequantize.
   std::string routes;
+  // The stores the kernel wrote y with: "normal" or "non-temporal" (qdq::output_stores for the
+  // call's output bytes: QDQ_STREAM_STORES, or size and the library's one-time probe).
+  std::string stores;
   int load = 0;                       // busy threads that ran beside it
   double one_thread_gelem_per_s = 0;  // the same case on one thread (compare_one_thread), else 0
   double vs_one_thread = 0;           // gelem_per_s / one_thread_gelem_per_s (compare_one_thread), else 0

@@ -163,6 +163,13 @@ QDQ_API int quantize_linear_version(int64_t opset);
 /// forces one). For benchmark reports. Allocates nothing; thread-safe.
 QDQ_API const char* quantize_division_route(DataType y_type);
 
+/// Which stores the vectorised kernels write y with in a call whose output is `output_bytes` bytes:
+/// "non-temporal" or "normal" (never a different result). QDQ_STREAM_STORES=always|never forces one;
+/// otherwise outputs from a threshold near the last-level cache stream where a one-time probe
+/// measured non-temporal stores to be faster. For benchmark reports. The first call at or above the
+/// threshold runs the probe (an 8 MiB buffer, a few milliseconds); thread-safe.
+QDQ_API const char* output_stores(uint64_t output_bytes);
+
 /// Makes every later call run the SIMD kernels of `target` (a Highway target name: "AVX3", "AVX2",
 /// "SSE4", ...), or those of the best one this CPU runs for "". For benchmarks, to measure another
 /// CPU's path on this one. Throws qdq::Error naming the target when qdq is not compiled for it or this

@@ -75,6 +75,11 @@ const char* quantize_division_route(DataType y_type) {
   return detail::simd::quotient_route_description(target, y_type);
 }
 
+const char* output_stores(uint64_t output_bytes) {
+  if (detail::simd::best_target() == 0) return "normal";
+  return detail::choose_store_mode(output_bytes) == detail::StoreMode::kStream ? "non-temporal" : "normal";
+}
+
 void set_simd_target(std::string_view target) {
   if (target.empty()) {
     detail::simd::set_target(0);

@@ -16,8 +16,9 @@ enum class StorePolicy { kAuto, kAlways, kNever };
 /// bad value. Allocates only for the error; thread-safe.
 StorePolicy parse_store_policy(const char* value);
 
-/// What the one-time probe measured: the GB/s of writing the same lines with ordinary and with
-/// non-temporal stores, and whether the latter won clearly enough to be used.
+/// What the one-time probe measured: the GB/s of writing the same lines with ordinary stores (their
+/// write-backs included) and with non-temporal stores, and whether the latter won clearly enough to
+/// be used.
 struct StreamProbe {
   double normal_gbps = 0;
   double stream_gbps = 0;
@@ -29,9 +30,9 @@ struct StreamProbe {
 /// 4 MiB. Reads sysfs once per process; thread-safe.
 uint64_t stream_threshold_bytes();
 
-/// Runs the probe once per process (an 8 MiB buffer written five times, timed four: about 5 ms of
-/// writes, 17 ms with faulting the buffer in on the loaded 2-core VM) and returns its result; later
-/// calls return the same. Allocates the buffer for the probe only; thread-safe.
+/// Runs the probe once per process (an 8 MiB buffer written ten times, timed nine: about 8 ms of
+/// writes on the 2-core Zen 3 VM, plus faulting the buffer in) and returns its result; later calls
+/// return the same. Allocates the buffer for the probe only; thread-safe.
 const StreamProbe& stream_probe();
 
 /// The stores for a call that writes `output_bytes`: QDQ_STREAM_STORES (read once per process) if

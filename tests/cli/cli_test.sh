@@ -241,9 +241,18 @@ case_bench_references() {
   expect_rc 0
   expect_stdout_contains '"reference": "streaming"'
   expect_stdout_contains '"routes": ""'
+  # 16 MiB of output: above the store threshold on most machines, so either kind, as the probe says.
+  [[ "$out" =~ \"stores\":\ \"(normal|non-temporal)\" ]] || fail "no stores field: $out"
+  QDQ_STREAM_STORES=always run_qdq bench --size 65536 --repeats 1 --filter 'dequantize/uint8->float32/per-tensor' --json
+  expect_rc 0
+  expect_stdout_contains '"stores": "non-temporal"'
+  QDQ_STREAM_STORES=never run_qdq bench --size 4194304 --repeats 1 --filter 'dequantize/uint8->float32/per-tensor' --json
+  expect_rc 0
+  expect_stdout_contains '"stores": "normal"'
   run_qdq bench --size 65536 --repeats 1 --filter 'dequantize/uint8->float32/per-tensor'
   expect_rc 0
   expect_stdout_contains 'vsRef'
+  expect_stdout_contains 'stores'
 }
 
 case_bench_target() {
