@@ -567,7 +567,8 @@ std::string to_json(const std::vector<BenchResult>& results) {
            ", \"ceiling_ratio\": " + fixed(r.ceiling_ratio, 3) + ", \"reference\": " + json_string(r.reference) +
            ", \"vs_reference\": " + fixed(r.vs_reference, 3) +
            ", \"reference_target\": " + json_string(r.reference_target) + ", \"target\": " + json_string(r.target) +
-           ", \"routes\": " + json_string(r.routes) + ", \"stores\": " + json_string(r.stores) + ", \"load\": " + std::to_string(r.load) +
+           ", \"routes\": " + json_string(r.routes) + ", \"stores\": " + json_string(r.stores) +
+           ", \"load\": " + std::to_string(r.load) +
            ", \"one_thread_gelem_per_s\": " + fixed(r.one_thread_gelem_per_s, 4) +
            ", \"vs_one_thread\": " + fixed(r.vs_one_thread, 3) + "}";
     out += i + 1 < results.size() ? ",\n" : "\n";
