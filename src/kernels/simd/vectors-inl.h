@@ -32,6 +32,12 @@ using VU = hn::Vec<DU>;
 /// Elements per chunk: a multiple of 4 (whole bytes of 2/4-bit data) and of every vector length.
 constexpr int64_t kChunk = 1024;
 
+/// How far ahead of its loads the quantize loop asks for x's lines: out of cache the hardware
+/// prefetchers alone keep too few lines in flight for a loop that also divides (Zen 3, 64 Mi
+/// elements: 2048 bytes beat 1024 and matched 4096; the dequantize loops, bound by their stores,
+/// gained nothing from it: docs/performance.md).
+constexpr int64_t kPrefetchBytes = 2048;
+
 // ---------------------------------------------------------------------------------------------
 // Loads. `n` is the number of valid lanes (1..Lanes); partial vectors are zero-padded through a
 // stack buffer so that nothing is read past the caller's data.
