@@ -164,7 +164,8 @@ QDQ_API int quantize_linear_version(int64_t opset);
 QDQ_API const char* quantize_division_route(DataType y_type);
 
 /// Which stores the vectorised kernels write y with in a call whose output is `output_bytes` bytes:
-/// "non-temporal" or "normal" (never a different result). QDQ_STREAM_STORES=always|never forces one;
+/// "non-temporal" or "normal" (never a different result; "normal" where the scalar kernels run, as
+/// under QDQ_FORCE_SCALAR=1). QDQ_STREAM_STORES=always|never forces one;
 /// otherwise outputs from a threshold near the last-level cache stream where a one-time probe
 /// measured non-temporal stores to be faster. For benchmark reports. The first call at or above the
 /// threshold runs the probe (an 8 MiB buffer, a few milliseconds); thread-safe.

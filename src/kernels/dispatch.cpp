@@ -9,13 +9,21 @@
 #include "kernels/simd/quotient_route.hpp"
 #include "kernels/simd/simd_kernels.hpp"
 #include "kernels/store_policy.hpp"
+#include "parallel.hpp"
 #include "qdq/qdq.hpp"
 
 namespace qdq::detail {
+namespace {
+
+/// Whether a call runs the vectorised kernels rather than the scalar ones: not forced scalar, and
+/// this CPU runs a SIMD target (none without QDQ_SIMD).
+bool runs_vectorised(bool force_scalar) { return !force_scalar && simd::best_target() != 0; }
+
+}  // namespace
 
 QuantizeKernel select_quantize_kernel(const QuantizeCall& call, bool force_scalar, uint64_t store_bytes) {
 #if defined(QDQ_HAVE_SIMD)
-  if (!force_scalar && simd::best_target() != 0) {
+  if (runs_vectorised(force_scalar)) {
     if (const QuantizeKernel kernel =
             simd::quantize_kernel_for_target(simd::best_target(), call, choose_store_mode(store_bytes)))
       return kernel;
@@ -30,7 +38,7 @@ QuantizeKernel select_quantize_kernel(const QuantizeCall& call, bool force_scala
 
 DequantizeKernel select_dequantize_kernel(const DequantizeCall& call, bool force_scalar, uint64_t store_bytes) {
 #if defined(QDQ_HAVE_SIMD)
-  if (!force_scalar && simd::best_target() != 0) {
+  if (runs_vectorised(force_scalar)) {
     if (const DequantizeKernel kernel =
             simd::dequantize_kernel_for_target(simd::best_target(), call, choose_store_mode(store_bytes)))
       return kernel;
@@ -76,8 +84,10 @@ const char* quantize_division_route(DataType y_type) {
 }
 
 const char* output_stores(uint64_t output_bytes) {
-  if (detail::simd::best_target() == 0) return "normal";
-  return detail::choose_store_mode(output_bytes) == detail::StoreMode::kStream ? "non-temporal" : "normal";
+  // As a call with default options chooses: only the vectorised kernels stream.
+  const bool streams = detail::runs_vectorised(detail::resolve_force_scalar(ExecutionOptions{})) &&
+                       detail::choose_store_mode(output_bytes) == detail::StoreMode::kStream;
+  return streams ? "non-temporal" : "normal";
 }
 
 void set_simd_target(std::string_view target) {
