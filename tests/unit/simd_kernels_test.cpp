@@ -515,6 +515,55 @@ TEST_P(SimdKernelsTest, DequantizePerTensorEveryLength) {
   expect_compared(1716);
 }
 
+/// Per-tensor dequantization with the scales and zero points its paths treat apart (FLOAT4E2M1's
+/// table of signed products holds only for finite scales and a zero point of +0): NaN scales with
+/// payloads, ±inf, ±0, subnormal and overflowing scales; zero points absent, zero, with only the
+/// low nibble's top bit set (FLOAT4E2M1's −0, int4's −8) or random; whole and partial vectors.
+TEST_P(SimdKernelsTest, DequantizePerTensorSpecialScalesAndZeroPoints) {
+  std::mt19937 rng(21);
+  const float inf = std::numeric_limits<float>::infinity();
+  const float scales[] = {std::bit_cast<float>(0x7FA12345u),
+                          std::bit_cast<float>(0xFFC0A000u),
+                          inf,
+                          -inf,
+                          0.0f,
+                          -0.0f,
+                          1e-40f,
+                          3e38f,
+                          -2.5f,
+                          0.75f};
+  int64_t calls = 0;
+  for (T x : kQuantizedTypes) {
+    for (T y : kDequantizedTypes) {
+      for (float scale : scales) {
+        // NaN x NaN keeps either payload (DequantizeEveryTypeCombinationAndGranularity says why).
+        if (is_float8(x) && std::isnan(scale)) continue;
+        for (int zp_kind = 0; zp_kind < (is_float8(x) ? 2 : 4); ++zp_kind) {
+          for (int64_t len : {37, 4099}) {
+            const Tensor xt{x, {len}, random_bytes(x, len, rng)};
+            const Tensor st{T::kFloat, {}, make_float_tensor(T::kFloat, {scale})};
+            Tensor zt{x, {}, random_bytes(x, 1, rng)};
+            if (zp_kind == 1 || zp_kind == 2) std::fill(zt.bytes.begin(), zt.bytes.end(), uint8_t{0});
+            if (zp_kind == 2) zt.bytes[0] = 0x08;
+            DequantizeLinearAttributes attributes;
+            attributes.opset = 25;
+            attributes.output_dtype = static_cast<int64_t>(y);
+            const TensorView xv = xt.view();
+            const TensorView sv = st.view();
+            const TensorView zv = zt.view();
+            const DequantizeCall call = plan_dequantize(attributes, xv, sv, zp_kind == 0 ? nullptr : &zv);
+            expect_target_matches_scalar(call, len, task_bounds(len, rng),
+                                         describe(x, T::kFloat, y, {len}, -1, 0, false, zp_kind != 0) + " scale " +
+                                             std::to_string(scale) + " zero point kind " + std::to_string(zp_kind));
+            ++calls;
+          }
+        }
+      }
+    }
+  }
+  expect_compared(calls);
+}
+
 TEST_P(SimdKernelsTest, DequantizeEveryTypeCombinationAndGranularity) {
   std::mt19937 rng(5);
   for (T x : kQuantizedTypes) {
