@@ -75,10 +75,16 @@ HWY_INLINE VU EncodeNarrowMagnitude(VF& v, bool saturate) {
   if constexpr (F::kSpecials == SpecialValues::kNone) v = ClampNaNToLimit(v, max);
   VU mag = hn::And(hn::BitCast(du, v), hn::Set(du, 0x7FFFFFFFu));
   // FLOAT8 FNUZ formats with saturation: ±inf and NaN become the NaN, finite magnitudes are clamped.
+  // Moved up by 2^23, ±inf and NaN wrap around to negative int32 values, which a signed minimum with
+  // the moved-up largest finite value leaves alone; the rounding below moves them back, and the
+  // final minimum with the NaN code catches them as it catches overflow without saturation. (The
+  // move leaves bit kS, and so `odd`, as it was.)
   const bool fnuz_saturate = F::kSpecials == SpecialValues::kFnuz && saturate;
-  auto inf_or_nan = hn::Gt(hn::BitCast(di, mag), hn::Set(di, 0x7F7FFFFF));
+  const VU unclamped = mag;
+  const uint32_t move_up = fnuz_saturate ? 1u << 23 : 0u;
   if (fnuz_saturate) {
-    mag = hn::Min(mag, hn::Set(du, kMaxBits));
+    mag = hn::BitCast(du, hn::Min(hn::BitCast(di, hn::Add(mag, hn::Set(du, move_up))),
+                                  hn::Set(di, static_cast<int32_t>(kMaxBits + move_up))));
   } else if (saturate && F::kSpecials != SpecialValues::kNone) {
     mag = hn::BitCast(du, MinKeepingNaN(max, hn::BitCast(df, mag)));
   }
@@ -86,11 +92,12 @@ HWY_INLINE VU EncodeNarrowMagnitude(VF& v, bool saturate) {
   // around below the smallest normal; adding 2^M back keeps it wrapped there.
   constexpr uint32_t kSmallestNormalBits = static_cast<uint32_t>(128 - F::kBias) << 23;
   const VU odd = hn::And(hn::ShiftRight<kS>(mag), hn::Set(du, 1u));
-  const VU rounded = hn::Add(mag, hn::Add(hn::Set(du, (1u << (kS - 1)) - 1u - kSmallestNormalBits), odd));
+  const VU rounded = hn::Add(mag, hn::Add(hn::Set(du, (1u << (kS - 1)) - 1u - kSmallestNormalBits - move_up), odd));
   const VU code = hn::Add(hn::ShiftRight<kS>(rounded), hn::Set(du, 1u << kM));
   // Below the smallest normal: spacing 2^(1 - bias - M).
   const VF magic = hn::BitCast(df, hn::Set(du, static_cast<uint32_t>(127 + 1 - F::kBias - kM + 23) << 23));
-  const VU tiny_code = hn::Sub(hn::BitCast(du, hn::Add(hn::BitCast(df, mag), magic)), hn::BitCast(du, magic));
+  const VU tiny_code = hn::Sub(hn::BitCast(du, hn::Add(hn::BitCast(df, fnuz_saturate ? unclamped : mag), magic)),
+                               hn::BitCast(du, magic));
   const VU both = hn::Min(code, tiny_code);
   if constexpr (F::kSpecials == SpecialValues::kFn) {
     // Overflow (not saturating), ±inf and NaN: the NaN S.1111.111.
@@ -104,10 +111,8 @@ HWY_INLINE VU EncodeNarrowMagnitude(VF& v, bool saturate) {
                           hn::Min(both, hn::Set(du, F::kExpFieldMax << kM)));
   } else if constexpr (F::kSpecials == SpecialValues::kFnuz) {
     // Overflow (not saturating), ±inf and NaN: the unsigned NaN 0x80.
-    if (fnuz_saturate) return hn::IfThenElse(hn::RebindMask(du, inf_or_nan), hn::Set(du, F::kSignBit), both);
     return hn::Min(both, hn::Set(du, F::kSignBit));
   } else {
-    (void)inf_or_nan;
     return both;  // FLOAT4E2M1: clamped above, NaN included
   }
 }
