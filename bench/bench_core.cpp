@@ -184,10 +184,12 @@ std::string short_name(T t) {
 
 std::vector<CaseInfo> build_cases() {
   std::vector<CaseInfo> cases;
-  auto add = [&](const std::string& op, T x, T y, const std::string& granularity, int64_t block) {
+  auto add = [&](const std::string& op, T x, T y, const std::string& granularity, int64_t block,
+                 bool e8m0_scales = false) {
     std::string name = op + "/" + short_name(x) + "->" + short_name(y) + "/" + granularity;
     if (block > 0) name += "-" + std::to_string(block);
-    cases.push_back({name, op, x, y, granularity, block});
+    if (e8m0_scales) name += "-e8m0";
+    cases.push_back({name, op, x, y, granularity, block, e8m0_scales});
   };
   for (T y : qdq::detail::kQuantizedTypes) add("quantize", T::kFloat, y, "per-tensor", 0);
   for (T y : {T::kUint8, T::kInt8}) add("quantize", T::kFloat, y, "per-axis", 0);
@@ -195,6 +197,8 @@ std::vector<CaseInfo> build_cases() {
     add("quantize", T::kFloat, y, "blocked-last", 32);
     add("quantize", T::kFloat, y, "blocked-axis0", 32);
   }
+  // The MX formats: MXFP4 and MXFP8 (E4M3), blocks of 32 along the last axis with FLOAT8E8M0 scales.
+  for (T y : {T::kFloat4E2M1, T::kFloat8E4M3FN}) add("quantize", T::kFloat, y, "blocked-last", 32, true);
   add("quantize", T::kFloat16, T::kUint8, "per-tensor", 0);
   add("quantize", T::kBFloat16, T::kInt8, "per-tensor", 0);
 
@@ -204,6 +208,8 @@ std::vector<CaseInfo> build_cases() {
     add("dequantize", x, T::kFloat, "blocked-last", 32);
     add("dequantize", x, T::kFloat, "blocked-axis0", 32);
   }
+  add("dequantize", T::kFloat4E2M1, T::kFloat, "blocked-last", 32);
+  for (T x : {T::kFloat4E2M1, T::kFloat8E4M3FN}) add("dequantize", x, T::kFloat, "blocked-last", 32, true);
   add("dequantize", T::kUint8, T::kFloat16, "per-tensor", 0);
   add("dequantize", T::kInt8, T::kBFloat16, "per-tensor", 0);
   add("dequantize", T::kFloat8E4M3FN, T::kBFloat16, "per-tensor", 0);
@@ -275,6 +281,12 @@ class Case final : public PreparedCase {
     for (auto& s : scales) s = scale_dist(rng);
     scale_ = float_bytes(float_type == T::kFloat ? T::kFloat : float_type, scales);
     scale_type_ = float_type;
+    if (info.e8m0_scales) {
+      // Powers of two from 2^-8 to 2^-4 (codes 119..123), about the scales above.
+      scale_.resize(static_cast<size_t>(scale_count));
+      for (auto& b : scale_) b = static_cast<uint8_t>(119 + rng() % 5);
+      scale_type_ = T::kFloat8E8M0;
+    }
     if (is_integer(q_type)) {
       zero_point_.assign(storage_bytes(q_type, static_cast<uint64_t>(scale_count)), 0);
       for (auto& b : zero_point_)

@@ -255,6 +255,16 @@ case_bench_references() {
   expect_stdout_contains 'stores'
 }
 
+case_bench_mx() {
+  # The MX cases (MXFP4, MXFP8: blocks of 32 along the last axis with FLOAT8E8M0 scales) run, both ways.
+  run_qdq bench --size 65536 --repeats 1 --filter e8m0 --json
+  expect_rc 0
+  for name in 'quantize/float32->float4e2m1/blocked-last-32-e8m0' 'quantize/float32->float8e4m3fn/blocked-last-32-e8m0' \
+    'dequantize/float4e2m1->float32/blocked-last-32-e8m0' 'dequantize/float8e4m3fn->float32/blocked-last-32-e8m0'; do
+    expect_stdout_contains "\"case\": \"$name\""
+  done
+}
+
 case_bench_target() {
   # --target: the kernels and references run on the named target, reported in the JSON; one the
   # build lacks is refused with one clear line and nothing on stdout.

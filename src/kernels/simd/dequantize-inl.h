@@ -38,6 +38,7 @@
 #endif
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -347,58 +348,155 @@ HWY_INLINE uint8_t* OutputAt(void* y, int64_t at) {
 }
 
 #if HWY_TARGET == HWY_AVX2
-/// Dequantizes the whole vectors of per-tensor FLOAT4E2M1 elements [begin, end) (begin a multiple of
-/// 4) straight from the packed bytes, where the scale is finite and there is no zero point or it is
-/// +0: each product is then the product of the code's magnitude with the scale, its sign flipped by
-/// the code's sign bit (round to nearest is symmetric; zeros and overflows to ±inf included), so a
-/// table of the 8 magnitudes' products in a register and one permute per vector replace the
-/// unpacking to a buffer, the decode and the multiplication. Returns where it stopped: the elements
-/// left (fewer than 8, or all of them where the conditions fail) are the caller's. `stream`: y's
-/// whole lines with non-temporal stores, a chunk at a time through the stage.
+// FLOAT4E2M1 by a table of signed products (AVX2). Where a run's scale is finite and its zero point
+// absent or +0, the product of each code is the product of the code's magnitude with the scale, its
+// sign flipped by the code's sign bit (round to nearest is symmetric; zeros and overflows to ±inf
+// included). So a register of the 8 magnitudes' products and one permute per vector, reading the
+// packed bytes, replace the unpacking to a buffer, the decode and the multiplication.
+
+/// Whether a run with this scale (after ScaleForOutput, which changes only NaNs) and float zero point
+/// (0 without one) takes the table.
+HWY_INLINE bool Float4TableApplies(float scale, float zero_point) {
+  return std::isfinite(scale) && std::bit_cast<uint32_t>(zero_point) == 0;
+}
+
+/// Whether every block k in [0, count) of these arrays takes the table (Float4TableApplies); whole
+/// vectors (the arrays have a vector of room past the count).
+HWY_INLINE bool Float4TableAppliesToAll(const float* scale, const float* zero_point, int64_t count) {
+  const DF df;
+  const DU du;
+  auto fails = hn::FirstN(df, 0);
+  ForEachVector(count, [&](int64_t k, size_t n) QDQ_INLINE_LAMBDA {
+    const auto bad = hn::Or(
+        hn::Not(hn::IsFinite(hn::Load(df, scale + k))),
+        hn::RebindMask(df, hn::Ne(hn::Load(du, reinterpret_cast<const uint32_t*>(zero_point) + k), hn::Zero(du))));
+    fails = hn::Or(fails, hn::And(bad, hn::FirstN(df, n)));
+  });
+  return hn::AllFalse(df, fails);
+}
+
+/// The 8 FLOAT4E2M1 magnitudes, lane k for code k.
+HWY_INLINE __m256 Float4Magnitudes() { return DecodeF<Float4E2M1Format>(hn::Iota(DU(), 0)).raw; }
+
+/// 8 packed FLOAT4E2M1 codes at p as the signed products of `products` (the magnitudes times a scale).
+HWY_INLINE VF Float4Lookup(const uint8_t* p, __m256 products) {
+  // Lane k of the 4 bytes broadcast to every lane: code k at bit 4k, its sign bit moved to bit 31.
+  const __m256i right = _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28);
+  const __m256i left = _mm256_setr_epi32(28, 24, 20, 16, 12, 8, 4, 0);
+  uint32_t bits;
+  std::memcpy(&bits, p, 4);
+  const __m256i word = _mm256_set1_epi32(static_cast<int32_t>(bits));
+  const __m256 magnitude = _mm256_permutevar8x32_ps(products, _mm256_srlv_epi32(word, right));  // low 3 bits
+  const __m256i sign =
+      _mm256_and_si256(_mm256_sllv_epi32(word, left), _mm256_set1_epi32(static_cast<int32_t>(0x80000000u)));
+  return VF{_mm256_xor_ps(magnitude, _mm256_castsi256_ps(sign))};
+}
+
+/// 32 packed FLOAT4E2M1 codes at `packed` (16 bytes) as the signed products of `products`, stored at
+/// `out` as Y.
+template <T Y>
+HWY_INLINE void Float4ByTable32(const uint8_t* packed, __m256 products, uint8_t* out) {
+  constexpr int64_t kBytesPer8 = 8 * kOutputBytesPer<Y>;  // bytes of y per vector
+  const VF v0 = Float4Lookup(packed, products);
+  const VF v1 = Float4Lookup(packed + 4, products);
+  const VF v2 = Float4Lookup(packed + 8, products);
+  const VF v3 = Float4Lookup(packed + 12, products);
+  StoreY<Y>(v0, out, 0, 8);
+  StoreY<Y>(v1, out + kBytesPer8, 0, 8);
+  StoreY<Y>(v2, out + 2 * kBytesPer8, 0, 8);
+  StoreY<Y>(v3, out + 3 * kBytesPer8, 0, 8);
+}
+
+/// `count` packed FLOAT4E2M1 codes from `packed` (count a multiple of 8) as the signed products of
+/// `products` (the magnitudes times a scale), stored at `out` as Y.
+template <T Y>
+HWY_INLINE void Float4ByTable(const uint8_t* packed, int64_t count, __m256 products, uint8_t* out) {
+  constexpr int64_t kBytesPer8 = 8 * kOutputBytesPer<Y>;
+  const uint8_t* const end = packed + count / 2;
+  for (; packed + 16 <= end; packed += 16, out += 4 * kBytesPer8) Float4ByTable32<Y>(packed, products, out);
+  for (; packed < end; packed += 4, out += kBytesPer8) StoreY<Y>(Float4Lookup(packed, products), out, 0, 8);
+}
+
+/// The whole vectors of per-tensor FLOAT4E2M1 elements [begin, end) (begin a multiple of 4) by the
+/// table, where it applies. Returns where it stopped: the elements left (fewer than 8, or all of
+/// them) are the caller's. `stream`: y's whole lines with non-temporal stores, a chunk at a time
+/// through the stage.
 template <T X, T Y>
 HWY_NOINLINE int64_t DequantizeFloat4BySignedTable(const DequantizeCall& c, void* y, int64_t begin, int64_t end,
                                                    bool stream) {
   static_assert(X == T::kFloat4E2M1 && HWY_LANES(float) == 8);
   const float s = static_cast<float>(load_real(c.scale, c.scale_type, 0));
-  if (!std::isfinite(s)) return begin;
-  if (c.zero_point != nullptr && (static_cast<const uint8_t*>(c.zero_point)[0] & 0x0F) != 0) return begin;
-  const DF df;
-  // ScaleForOutput changes only NaN scales.
-  const __m256 products = hn::Mul(DecodeX<X>(hn::Iota(DU(), 0)), hn::Set(df, s)).raw;
-  // Lane k of the 4 bytes broadcast to every lane: code k at bit 4k, its sign bit moved to bit 31.
-  const __m256i right = _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28);
-  const __m256i left = _mm256_setr_epi32(28, 24, 20, 16, 12, 8, 4, 0);
-  const __m256i sign_bit = _mm256_set1_epi32(static_cast<int32_t>(0x80000000u));
-  const uint8_t* const x = static_cast<const uint8_t*>(c.x);
-  const auto lookup = [&](int64_t element) QDQ_INLINE_LAMBDA {
-    uint32_t bits;
-    std::memcpy(&bits, x + element / 2, 4);  // 8 codes
-    const __m256i word = _mm256_set1_epi32(static_cast<int32_t>(bits));
-    const __m256 magnitude = _mm256_permutevar8x32_ps(products, _mm256_srlv_epi32(word, right));  // low 3 bits
-    const __m256i sign = _mm256_and_si256(_mm256_sllv_epi32(word, left), sign_bit);
-    return VF{_mm256_xor_ps(magnitude, _mm256_castsi256_ps(sign))};
-  };
+  const float zp = c.zero_point != nullptr ? static_cast<float>(load_real(c.zero_point, X, 0)) : 0.0f;
+  if (!Float4TableApplies(s, zp)) return begin;
+  const __m256 products = _mm256_mul_ps(Float4Magnitudes(), _mm256_set1_ps(s));
   HWY_ALIGN uint8_t stage[kChunk * kOutputBytesPer<Y>];  // streaming: a chunk's bytes of y
   const int64_t whole_end = begin + (end - begin) / 8 * 8;
   for (int64_t chunk = begin; chunk < whole_end; chunk += kChunk) {
     const int64_t count = std::min(kChunk, whole_end - chunk);
     const PieceOutput piece(stage, stream, OutputAt<Y>(y, chunk));
-    void* const out = piece.Out();
-    int64_t i = 0;
-    for (; i + 32 <= count; i += 32) {
-      const VF v0 = lookup(chunk + i);
-      const VF v1 = lookup(chunk + i + 8);
-      const VF v2 = lookup(chunk + i + 16);
-      const VF v3 = lookup(chunk + i + 24);
-      StoreY<Y>(v0, out, i, 8);
-      StoreY<Y>(v1, out, i + 8, 8);
-      StoreY<Y>(v2, out, i + 16, 8);
-      StoreY<Y>(v3, out, i + 24, 8);
-    }
-    for (; i < count; i += 8) StoreY<Y>(lookup(chunk + i), out, i, 8);
+    Float4ByTable<Y>(static_cast<const uint8_t*>(c.x) + chunk / 2, count, products, piece.Out());
     piece.Finish(static_cast<size_t>(count * kOutputBytesPer<Y>));
   }
   return whole_end;
+}
+
+/// Elements [begin, end) of a UniformBlocks plan of FLOAT4E2M1 whose blocks are whole vectors, begin
+/// and end multiples of the block (the MXFP4 layout: blocks of 32 along the last axis, FLOAT8E8M0
+/// scales): pieces of at most kChunk elements load their blocks' parameters once; where all of them
+/// take the table, each block (or its part in the piece) runs on its products, else block by block
+/// the table or the unpacked loop with its scale in a register. `stream`: as DequantizeUniformBlocks.
+template <T X, T Y>
+HWY_NOINLINE void DequantizeFloat4Blocks(const DequantizeCall& c, void* y, int64_t begin, int64_t end, bool stream) {
+  static_assert(X == T::kFloat4E2M1 && HWY_LANES(float) == 8);
+  const int64_t block = c.plan.block;
+  const int64_t span = block <= kChunk ? kChunk / block * block : kChunk;
+  HWY_ALIGN uint8_t codes[kChunk];
+  HWY_ALIGN ExpandedParams params;
+  HWY_ALIGN uint8_t stage[kChunk * kOutputBytesPer<Y>];  // streaming: a piece's bytes of y
+  const uint8_t* const x = static_cast<const uint8_t*>(c.x);
+  const __m256 magnitudes = Float4Magnitudes();
+  for (int64_t piece = begin; piece < end; piece += span) {
+    const int64_t piece_end = std::min(end, piece + span);
+    const PieceOutput staged(stage, stream, OutputAt<Y>(y, piece));
+    uint8_t* const out = staged.Out();  // output element e at out[e - piece]
+    const int64_t first_block = piece / block;
+    const int64_t blocks = (piece_end - 1) / block - first_block + 1;
+    LoadDequantizeParams<X, Y>(c, first_block, blocks, params.scale, params.zero_point, params.float_zero_point);
+    if (Float4TableAppliesToAll(params.scale, params.float_zero_point, blocks)) {
+      int64_t from = piece;
+      if (block == 32) {
+        // The MX block: one step of four vectors per block, no inner loop.
+        const uint8_t* packed = x + piece / 2;
+        uint8_t* o = out;
+        for (int64_t k = 0; k < blocks; ++k, packed += 16, o += 32 * kOutputBytesPer<Y>) {
+          Float4ByTable32<Y>(packed, _mm256_mul_ps(magnitudes, _mm256_broadcast_ss(params.scale + k)), o);
+        }
+        from = piece_end;
+      }
+      for (int64_t k = 0; from < piece_end; ++k) {
+        const int64_t to = std::min(piece_end, (first_block + k + 1) * block);
+        Float4ByTable<Y>(x + from / 2, to - from, _mm256_mul_ps(magnitudes, _mm256_broadcast_ss(params.scale + k)),
+                         OutputAt<Y>(out, from - piece));
+        from = to;
+      }
+    } else {
+      for (int64_t k = 0; k < blocks; ++k) {
+        const int64_t from = std::max(piece, (first_block + k) * block);
+        const int64_t to = std::min(piece_end, (first_block + k + 1) * block);
+        const float scale = params.scale[k];
+        const float zero_point = params.float_zero_point[k];
+        if (Float4TableApplies(scale, zero_point)) {
+          Float4ByTable<Y>(x + from / 2, to - from, _mm256_mul_ps(magnitudes, _mm256_set1_ps(scale)),
+                           OutputAt<Y>(out, from - piece));
+        } else {
+          UnpackWholeBytes<4, false>(x + from / 2, (to - from) / 2, codes);
+          DequantizeRunWith<X, Y>(c, codes, 0, from - piece, to - from, hn::Set(DF(), scale), hn::Zero(DI()),
+                                  hn::Set(DF(), zero_point), out);
+        }
+      }
+    }
+    staged.Finish(static_cast<size_t>((piece_end - piece) * kOutputBytesPer<Y>));
+  }
 }
 #endif
 
@@ -640,6 +738,18 @@ HWY_NOINLINE void DequantizeVectorBlocks(const DequantizeCall& c, void* y, int64
 template <T X, T Y>
 HWY_NOINLINE void DequantizeTask(const DequantizeCall& c, void* y, int64_t begin, int64_t end, bool stream) {
   const int64_t lanes = static_cast<int64_t>(hn::Lanes(DF()));
+#if HWY_TARGET == HWY_AVX2
+  if constexpr (X == T::kFloat4E2M1) {
+    if (UniformBlocks(c.plan, lanes)) {
+      // Whole blocks in the middle; a partial block at either end of the task goes the general way.
+      const WholeBlocks whole = WholeBlocksOf(begin, end, c.plan.block, c.plan.block);
+      DequantizeGeneral<X, Y>(c, y, begin, whole.lo, stream);
+      DequantizeFloat4Blocks<X, Y>(c, y, whole.lo, whole.hi, stream);
+      DequantizeGeneral<X, Y>(c, y, whole.hi, end, stream);
+      return;
+    }
+  }
+#endif
   const int shift = VectorBlockShift(c.plan, lanes, kMaxFlatBlockVectors * lanes);
   if (shift >= 0) {
     // Whole blocks in the middle; a partial block at either end of the task goes the general way.
