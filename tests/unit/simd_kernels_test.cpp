@@ -1027,6 +1027,29 @@ TEST_P(SimdKernelsTest, QuantizeFloat8E8M0ScalesEveryCode) {
   expect_compared(675);
 }
 
+/// The MX layout: FLOAT8E8M0 scales for blocks of 8 to 64 elements along the last axis (the flat loop
+/// of blocks of whole vectors). Pieces whose scales all have exact reciprocals (codes 1-253) multiply
+/// by them; pieces with one that does not (every code, shuffled) divide: both against the scalar kernel.
+TEST_P(SimdKernelsTest, QuantizeMxBlocksExactReciprocals) {
+  std::mt19937 rng(22);
+  int64_t calls = 0;
+  for (T y : kQuantizedTypes) {
+    for (int sat = 0; sat <= (is_float8(y) ? 1 : 0); ++sat) {
+      const bool saturate = sat == 1 || !is_float8(y);
+      for (int64_t block : {8, 16, 32, 64}) {
+        const int64_t rows = 256 * block / 1024;  // 256 blocks
+        std::vector<uint8_t> exact(256);
+        for (uint8_t& code : exact) code = static_cast<uint8_t>(1 + rng() % 253);
+        check_quantize_e8m0(T::kFloat, y, {rows, 1024}, {rows, 1024 / block}, 1, block, saturate, exact, 0, rng);
+        check_quantize_e8m0(T::kFloat, y, {rows, 1024}, {rows, 1024 / block}, 1, block, saturate, all_e8m0_codes(rng),
+                            0, rng);
+        calls += 2;
+      }
+    }
+  }
+  expect_compared(calls);
+}
+
 /// Markstein's corrected reciprocal against IEEE float32 division, bit for bit (NaN for NaN): every
 /// 4093rd float32 bit pattern (all exponents, varied mantissas) plus the specials and the edges of
 /// the range check, for scales from 2^-60 to 2^58 with random mantissas and both signs.

@@ -616,6 +616,32 @@ HWY_NOINLINE void QuantizeUniformBlocks(const QuantizeCall& c, void* y, int64_t 
   if (stream && staged > 0) flush();
 }
 
+/// Replaces scale[0, count) by their reciprocals where every one of them is exact (ExactReciprocal:
+/// ±2^e with 2^e and 2^-e normal, as FLOAT8E8M0 scales, the MX formats', nearly always are), and says
+/// whether it did. Whole vectors: the array has a vector of room past the count.
+HWY_INLINE bool ExactReciprocalsInPlace(float* scale, int64_t count) {
+  const DF df;
+  const DI di;
+  auto inexact = hn::FirstN(di, 0);
+  const auto exponent_of = [&](VI bits)
+                               QDQ_INLINE_LAMBDA { return hn::And(hn::ShiftRight<23>(bits), hn::Set(di, 0xFF)); };
+  ForEachVector(count, [&](int64_t k, size_t n) QDQ_INLINE_LAMBDA {
+    const VI bits = hn::BitCast(di, hn::Load(df, scale + k));
+    const VI exponent = exponent_of(bits);
+    const auto bad = hn::Or(hn::Ne(hn::And(bits, hn::Set(di, 0x007FFFFF)), hn::Zero(di)),
+                            hn::Or(hn::Lt(exponent, hn::Set(di, 1)), hn::Gt(exponent, hn::Set(di, 253))));
+    inexact = hn::Or(inexact, hn::And(bad, hn::FirstN(di, n)));
+  });
+  if (!hn::AllFalse(di, inexact)) return false;
+  ForEachVector(count, [&](int64_t k, size_t) QDQ_INLINE_LAMBDA {
+    const VI bits = hn::BitCast(di, hn::Load(df, scale + k));
+    const VI inverse = hn::Or(hn::And(bits, hn::Set(di, static_cast<int32_t>(0x80000000u))),
+                              hn::ShiftLeft<23>(hn::Sub(hn::Set(di, 254), exponent_of(bits))));
+    hn::Store(hn::BitCast(df, inverse), df, scale + k);
+  });
+  return true;
+}
+
 /// Elements [begin, end) of a plan with VectorBlockShift `shift` (blocks of one to eight vectors),
 /// begin and end multiples of the block size and, for 2/4-bit y, end − begin a multiple of four
 /// vectors: pieces of at most kChunk elements load their blocks' parameters once, then one flat loop
@@ -640,12 +666,28 @@ HWY_NOINLINE void QuantizeVectorBlocks(const QuantizeCall& c, void* y, int64_t b
     const PieceOutput piece(stage, stream, OutputAt<Y>(y, first));
     // Pieces start on a block: each step of the loop lies in one block of four vectors or more, or
     // holds two whole blocks of two vectors.
-    if (shift >= vector_shift + 2) {
-      QuantizeLoop<X, P, Y, Divide, kPack>(c, first, count, StepBlockParams<4>{params}, piece.Out());
-    } else if (shift == vector_shift + 1) {
-      QuantizeLoop<X, P, Y, Divide, kPack>(c, first, count, StepBlockParams<2>{params}, piece.Out());
+    const auto loop = [&](auto quotient) QDQ_INLINE_LAMBDA {
+      using Quotient = decltype(quotient);
+      if (shift >= vector_shift + 2) {
+        QuantizeLoop<X, P, Y, Quotient, kPack>(c, first, count, StepBlockParams<4>{params}, piece.Out());
+      } else if (shift == vector_shift + 1) {
+        QuantizeLoop<X, P, Y, Quotient, kPack>(c, first, count, StepBlockParams<2>{params}, piece.Out());
+      } else {
+        QuantizeLoop<X, P, Y, Quotient, kPack>(c, first, count, params, piece.Out());
+      }
+    };
+    // Power-of-two scales (the MX formats' FLOAT8E8M0 ones) multiply by their exact reciprocals. The
+    // first scale alone rules out most pieces of other scales, before a pass over all of them.
+    if constexpr (P == T::kFloat) {
+      float first_reciprocal;
+      if (ExactReciprocal(params.scale[0], &first_reciprocal) &&
+          ExactReciprocalsInPlace(params.scale, count >> shift)) {
+        loop(MultiplyByExactReciprocal{});
+      } else {
+        loop(Divide{});
+      }
     } else {
-      QuantizeLoop<X, P, Y, Divide, kPack>(c, first, count, params, piece.Out());
+      loop(Divide{});
     }
     piece.Finish(static_cast<size_t>(OutputBytes<Y>(count)));
   }
