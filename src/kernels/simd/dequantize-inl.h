@@ -18,6 +18,10 @@
 //   other blocked; per-axis      chunks of kChunk: long float32 segments stepping by one read their
 //   with inner < 256             parameters in place (InPlaceParams), the rest of the chunk is
 //                                expanded per element first (ExpandedView)
+// AVX2, FLOAT4E2M1 per tensor or in blocks of whole vectors along the last axis, where the scales are
+// finite and the zero points absent or +0: no unpacking; each vector's packed bytes index a register
+// table of the 8 magnitudes' products, the code's sign bit XORed in (DequantizeFloat4BySignedTable,
+// DequantizeFloat4Blocks).
 // 2/4-bit x is unpacked a chunk (or piece) at a time into a buffer first, one value per byte (int8 for
 // int4/int2, so that the loop widens it with one instruction: pack-inl.h). float8 and
 // float4 codes decode with LoadDecoded (convert-inl.h): through float16 or a register table.
