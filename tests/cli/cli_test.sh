@@ -263,6 +263,7 @@ case_bench_mx() {
     'dequantize/float4e2m1->float32/blocked-last-32-e8m0' 'dequantize/float8e4m3fn->float32/blocked-last-32-e8m0'; do
     expect_stdout_contains "\"case\": \"$name\""
   done
+  expect_stdout_contains '"routes": "exact reciprocal"'
 }
 
 case_bench_target() {
