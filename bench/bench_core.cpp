@@ -548,10 +548,13 @@ std::vector<BenchResult> run_benchmarks(const BenchOptions& options,
       r.vs_reference = in_cache ? r.ceiling_ratio : r.ratio;
       r.reference_target = reference_target();
       r.target = scalar ? "" : target;
-      if (quantize && !scalar) r.routes = info.x == DataType::kFloat ? quantize_division_route(info.y) : "division";
       // FLOAT8E8M0 scales are powers of two: the vector kernels multiply by their exact reciprocals
       // (the bench's codes all have one).
-      if (quantize && !scalar && info.e8m0_scales) r.routes = "exact reciprocal";
+      if (quantize && !scalar) {
+        r.routes = info.e8m0_scales             ? "exact reciprocal"
+                   : info.x == DataType::kFloat ? quantize_division_route(info.y)
+                                                : "division";
+      }
       if (quantize && scalar) r.routes = "division";
       r.stores = scalar ? "normal" : output_stores(c->bytes_out());
       r.load = options.load;

@@ -446,9 +446,10 @@ HWY_NOINLINE int64_t DequantizeFloat4BySignedTable(const DequantizeCall& c, void
 
 /// Elements [begin, end) of a UniformBlocks plan of FLOAT4E2M1 whose blocks are whole vectors, begin
 /// and end multiples of the block (the MXFP4 layout: blocks of 32 along the last axis, FLOAT8E8M0
-/// scales): pieces of at most kChunk elements load their blocks' parameters once; where all of them
-/// take the table, each block (or its part in the piece) runs on its products, else block by block
-/// the table or the unpacked loop with its scale in a register. `stream`: as DequantizeUniformBlocks.
+/// scales): pieces of at most kChunk elements load their blocks' parameters once, then each block (or
+/// its part in the piece) takes the table or, where it does not apply, the unpacked loop with its
+/// scale in a register; blocks of 32 that all take it run one straight loop. `stream`: as
+/// DequantizeUniformBlocks.
 template <T X, T Y>
 HWY_NOINLINE void DequantizeFloat4Blocks(const DequantizeCall& c, void* y, int64_t begin, int64_t end, bool stream) {
   static_assert(X == T::kFloat4E2M1 && HWY_LANES(float) == 8);
@@ -466,22 +467,12 @@ HWY_NOINLINE void DequantizeFloat4Blocks(const DequantizeCall& c, void* y, int64
     const int64_t first_block = piece / block;
     const int64_t blocks = (piece_end - 1) / block - first_block + 1;
     LoadDequantizeParams<X, Y>(c, first_block, blocks, params.scale, params.zero_point, params.float_zero_point);
-    if (Float4TableAppliesToAll(params.scale, params.float_zero_point, blocks)) {
-      int64_t from = piece;
-      if (block == 32) {
-        // The MX block: one step of four vectors per block, no inner loop.
-        const uint8_t* packed = x + piece / 2;
-        uint8_t* o = out;
-        for (int64_t k = 0; k < blocks; ++k, packed += 16, o += 32 * kOutputBytesPer<Y>) {
-          Float4ByTable32<Y>(packed, _mm256_mul_ps(magnitudes, _mm256_broadcast_ss(params.scale + k)), o);
-        }
-        from = piece_end;
-      }
-      for (int64_t k = 0; from < piece_end; ++k) {
-        const int64_t to = std::min(piece_end, (first_block + k + 1) * block);
-        Float4ByTable<Y>(x + from / 2, to - from, _mm256_mul_ps(magnitudes, _mm256_broadcast_ss(params.scale + k)),
-                         OutputAt<Y>(out, from - piece));
-        from = to;
+    if (block == 32 && Float4TableAppliesToAll(params.scale, params.float_zero_point, blocks)) {
+      // The MX block, every one taking the table: one step of four vectors per block, no inner loop.
+      const uint8_t* packed = x + piece / 2;
+      uint8_t* o = out;
+      for (int64_t k = 0; k < blocks; ++k, packed += 16, o += 32 * kOutputBytesPer<Y>) {
+        Float4ByTable32<Y>(packed, _mm256_mul_ps(magnitudes, _mm256_broadcast_ss(params.scale + k)), o);
       }
     } else {
       for (int64_t k = 0; k < blocks; ++k) {

@@ -618,8 +618,11 @@ HWY_NOINLINE void QuantizeUniformBlocks(const QuantizeCall& c, void* y, int64_t 
 
 /// Replaces scale[0, count) by their reciprocals where every one of them is exact (ExactReciprocal:
 /// ±2^e with 2^e and 2^-e normal, as FLOAT8E8M0 scales, the MX formats', nearly always are), and says
-/// whether it did. Whole vectors: the array has a vector of room past the count.
+/// whether it did. Whole vectors: the array has a vector of room past the count. The first scale alone
+/// rules out most arrays of other scales, before a pass over all of them.
 HWY_INLINE bool ExactReciprocalsInPlace(float* scale, int64_t count) {
+  float first_reciprocal;
+  if (count == 0 || !ExactReciprocal(scale[0], &first_reciprocal)) return false;
   const DF df;
   const DI di;
   auto inexact = hn::FirstN(di, 0);
@@ -676,12 +679,9 @@ HWY_NOINLINE void QuantizeVectorBlocks(const QuantizeCall& c, void* y, int64_t b
         QuantizeLoop<X, P, Y, Quotient, kPack>(c, first, count, params, piece.Out());
       }
     };
-    // Power-of-two scales (the MX formats' FLOAT8E8M0 ones) multiply by their exact reciprocals. The
-    // first scale alone rules out most pieces of other scales, before a pass over all of them.
+    // Power-of-two scales (the MX formats' FLOAT8E8M0 ones) multiply by their exact reciprocals.
     if constexpr (P == T::kFloat) {
-      float first_reciprocal;
-      if (ExactReciprocal(params.scale[0], &first_reciprocal) &&
-          ExactReciprocalsInPlace(params.scale, count >> shift)) {
+      if (ExactReciprocalsInPlace(params.scale, count >> shift)) {
         loop(MultiplyByExactReciprocal{});
       } else {
         loop(Divide{});
