@@ -538,15 +538,15 @@ def _packed_result(data, t, shape):
 
 
 # The compiled layer's fast path takes the common forms of the three operators' arguments as they are
-# and returns NotImplemented for the rest, which the functions below then handle (module.cpp). It reads
+# and hands the rest to the general functions below (module.cpp, EntryPoint). It reads
 # these tables (and the names _type_number has resolved so far) to do exactly what _as_input, _as_out
 # and _result do for those forms.
 _qdq._set_fast_path(_RAW_TYPE_BY_DTYPE, _NATIVE_BY_DTYPE, _NATIVE_BY_SCALAR_TYPE, list(_CODE_TYPES), _TYPE_BY_NAME,
                     _AXIS_DEFAULT, CodeArray, PackedTensor, _as_output, _packed_result, _np.float32, _np.uint8)
 
 
-def quantize_linear(x, scale, zero_point=None, *, axis=_AXIS_DEFAULT, block_size=0, saturate=True,
-                    output_dtype=None, precision=None, opset=25, out=None, packed=False):
+def _quantize_linear(x, scale, zero_point=None, *, axis=_AXIS_DEFAULT, block_size=0, saturate=True,
+                     output_dtype=None, precision=None, opset=25, out=None, packed=False):
     """ONNX QuantizeLinear: y = saturate(round_half_even(x / scale) + zero_point).
 
     x: float32, float16, bfloat16 or int32 (the types the opset allows). scale: one element
@@ -558,10 +558,6 @@ def quantize_linear(x, scale, zero_point=None, *, axis=_AXIS_DEFAULT, block_size
     ``out=`` (an array of the result's type and shape, C-contiguous) writes into it and returns it;
     with ``packed=True`` returns a PackedTensor (ONNX's raw_data, sub-byte types never unpacked).
     """
-    y = _qdq._fast_quantize_linear(x, scale, zero_point, axis, block_size, saturate, output_dtype, precision, opset,
-                                   out, packed)
-    if y is not NotImplemented:
-        return y
     attrs = {}
     _common_attributes(attrs, axis, block_size, output_dtype)
     if saturate is True:
@@ -588,8 +584,8 @@ def quantize_linear(x, scale, zero_point=None, *, axis=_AXIS_DEFAULT, block_size
     return _result(y, yt, out)
 
 
-def dequantize_linear(x, scale, zero_point=None, *, axis=_AXIS_DEFAULT, block_size=0, output_dtype=None,
-                      opset=25, out=None):
+def _dequantize_linear(x, scale, zero_point=None, *, axis=_AXIS_DEFAULT, block_size=0, output_dtype=None,
+                       opset=25, out=None):
     """ONNX DequantizeLinear: y = (x - zero_point) * scale, computed exactly as qdq's policy says.
 
     x: any quantized type (int8, uint8, int16, uint16, int32, int4, uint4, int2, uint2, float8,
@@ -598,9 +594,6 @@ def dequantize_linear(x, scale, zero_point=None, *, axis=_AXIS_DEFAULT, block_si
     (opset >= 23): the result's type, by default the scale's. x may be a PackedTensor (e.g. a
     model's raw_data), read without unpacking. ``out=``: write into this array and return it.
     """
-    y = _qdq._fast_dequantize_linear(x, scale, zero_point, axis, block_size, output_dtype, opset, out)
-    if y is not NotImplemented:
-        return y
     attrs = {}
     _common_attributes(attrs, axis, block_size, output_dtype)
     if type(opset) is not int:
@@ -612,20 +605,31 @@ def dequantize_linear(x, scale, zero_point=None, *, axis=_AXIS_DEFAULT, block_si
     return _result(y, yt, out)
 
 
-def dynamic_quantize_linear(x, *, opset=11, out=None):
+def _dynamic_quantize_linear(x, *, opset=11, out=None):
     """ONNX DynamicQuantizeLinear (opset >= 11) on a float32 array.
 
     Returns (y, y_scale, y_zero_point): y uint8 of x's shape, y_scale a numpy.float32 and
     y_zero_point a numpy.uint8 (ONNX's rank-0 tensors). ``out=``: a uint8 array of x's shape that
     receives y (and is returned as y).
     """
-    result = _qdq._fast_dynamic_quantize_linear(x, opset, out)
-    if result is not NotImplemented:
-        return result
     opset = _int_arg(opset, "opset")
     xa, xt = _as_input(x, "x")
     y, scale, zero_point = _qdq.dynamic_quantize_linear(xa, xt, opset, _as_out(out))
     return (y if out is None else out), _np.float32(scale), _np.uint8(zero_point)
+
+
+def _entry_points(*general):
+    import inspect
+    for f in general:
+        f.__qualname__ = f.__name__[1:]  # the name the general path's argument errors give
+    docs = tuple(f"{f.__qualname__}{inspect.signature(f)}\n--\n\n{inspect.getdoc(f)}" for f in general)
+    return _qdq._entry_points(general, docs)
+
+
+# The public functions are compiled: each takes the common forms of its arguments straight to the fast
+# path, and calls the function above of its name (with the same arguments) for everything else.
+quantize_linear, dequantize_linear, dynamic_quantize_linear = _entry_points(
+    _quantize_linear, _dequantize_linear, _dynamic_quantize_linear)
 
 
 # --- files ----------------------------------------------------------------------------------------

@@ -1439,6 +1439,77 @@ PyMethodDef fast_path_methods[] = {
      nullptr},
 };
 
+// The public qdq.quantize_linear, qdq.dequantize_linear and qdq.dynamic_quantize_linear: the fast
+// path above called straight from the caller's arguments, with no Python frame in between (a third of
+// a small call's cost in the Python layer), and otherwise the Python layer's general function, called
+// with the same arguments, which then converts, or raises its usual errors (unknown or repeated
+// keywords included). Each reads the public signature: `names` lists its parameters in the fast
+// path's order, the first `positional` of them positional-or-keyword, the rest keyword-only, and
+// `defaults` holds each one's default (nullptr: required).
+struct EntryPoint {
+  const char* const* names;
+  size_t count;
+  Py_ssize_t positional;
+  PyObject* (*fast)(PyObject*, PyObject* const*, Py_ssize_t);
+  std::vector<PyObject*> interned;  // the names as interned strings (set by _entry_points)
+  std::vector<PyObject*> defaults;  // owned references, kept for the process's life
+  py::object general;               // the Python layer's function for every other call
+};
+
+constexpr const char* kQuantizeNames[] = {"x",          "scale",    "zero_point",   "axis",
+                                          "block_size", "saturate", "output_dtype", "precision",
+                                          "opset",      "out",      "packed"};
+constexpr const char* kDequantizeNames[] = {"x",          "scale",        "zero_point", "axis",
+                                            "block_size", "output_dtype", "opset",      "out"};
+constexpr const char* kDynamicNames[] = {"x", "opset", "out"};
+
+EntryPoint& entry_point(int which) {
+  static auto* entries = new EntryPoint[3]{
+      {kQuantizeNames, std::size(kQuantizeNames), 3, &fast_quantize_linear, {}, {}, {}},
+      {kDequantizeNames, std::size(kDequantizeNames), 3, &fast_dequantize_linear, {}, {}, {}},
+      {kDynamicNames, std::size(kDynamicNames), 1, &fast_dynamic_quantize_linear, {}, {}, {}},
+  };  // never destroyed, like FastPath
+  return entries[which];
+}
+
+// The parameter `name` (a keyword of the call) stands for, or -1.
+Py_ssize_t parameter_index(const EntryPoint& e, PyObject* name) {
+  for (size_t i = 0; i < e.count; ++i) {
+    if (e.interned[i] == name) return static_cast<Py_ssize_t>(i);  // call sites' keywords are interned
+  }
+  for (size_t i = 0; i < e.count; ++i) {
+    if (PyUnicode_Check(name) && PyUnicode_Compare(e.interned[i], name) == 0) return static_cast<Py_ssize_t>(i);
+  }
+  PyErr_Clear();
+  return -1;
+}
+
+template <int kWhich>
+PyObject* entry(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  const EntryPoint& e = entry_point(kWhich);
+  static_assert(std::size(kQuantizeNames) >= std::size(kDequantizeNames) &&
+                std::size(kQuantizeNames) >= std::size(kDynamicNames));
+  PyObject* full[std::size(kQuantizeNames)];
+  bool fits = nargs <= e.positional;
+  if (fits) {
+    std::copy(e.defaults.begin(), e.defaults.end(), full);
+    std::copy(args, args + nargs, full);
+    const Py_ssize_t keywords = kwnames == nullptr ? 0 : PyTuple_GET_SIZE(kwnames);
+    for (Py_ssize_t k = 0; k < keywords && fits; ++k) {
+      const Py_ssize_t i = parameter_index(e, PyTuple_GET_ITEM(kwnames, k));
+      fits = i >= nargs;  // a known name, not also given by position
+      if (fits) full[i] = args[nargs + k];
+    }
+    for (size_t i = 0; i < e.count && fits; ++i) fits = full[i] != nullptr;
+  }
+  if (fits) {
+    PyObject* result = e.fast(nullptr, full, static_cast<Py_ssize_t>(e.count));
+    if (result != Py_NotImplemented) return result;  // the result, or the fast path's error
+    Py_DECREF(result);
+  }
+  return PyObject_Vectorcall(e.general.ptr(), args, static_cast<size_t>(nargs), kwnames);
+}
+
 // A dict of objects -> type numbers as a table of the objects (FastPath::keep_alive holds the dicts).
 std::vector<std::pair<PyObject*, int>> object_table(const py::dict& d) {
   std::vector<std::pair<PyObject*, int>> table;
@@ -1609,6 +1680,46 @@ PYBIND11_MODULE(_qdq, m) {
           fp.keep_alive = py::make_tuple(raw_dtypes, native_dtypes, scalar_types);
           fp.ready = true;
         });
+  // _entry_points(general, docs): qdq's three operator functions (EntryPoint), each standing in for
+  // general[i], a function of the same signature and defaults, with the docstring docs[i].
+  m.def("_entry_points", [](const py::tuple& general, const py::tuple& docs) {
+    const PyCFunction functions[] = {reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(&entry<0>)),
+                                     reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(&entry<1>)),
+                                     reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(&entry<2>))};
+    const py::module_ inspect = py::module_::import("inspect");
+    const py::object signature = inspect.attr("signature");
+    const py::object by_position_or_keyword = inspect.attr("Parameter").attr("POSITIONAL_OR_KEYWORD");
+    const py::object by_keyword = inspect.attr("Parameter").attr("KEYWORD_ONLY");
+    py::list made;
+    for (size_t which = 0; which < std::size(functions); ++which) {
+      EntryPoint& e = entry_point(static_cast<int>(which));
+      const py::object function = general[which];
+      const py::object parameters = signature(function).attr("parameters");
+      if (py::len(parameters) != e.count) throw py::value_error("_entry_points: a signature has changed");
+      e.interned.clear();
+      e.defaults.clear();
+      for (size_t i = 0; i < e.count; ++i) {
+        const py::object parameter = parameters[py::str(e.names[i])];  // KeyError where a name has changed
+        const bool positional = static_cast<Py_ssize_t>(i) < e.positional;
+        const py::object kind = parameter.attr("kind");
+        if (!kind.equal(positional ? by_position_or_keyword : by_keyword)) {
+          throw py::value_error(std::string("_entry_points: parameter ") + e.names[i] + " has changed its kind");
+        }
+        e.interned.push_back(PyUnicode_InternFromString(e.names[i]));
+        const py::object value = parameter.attr("default");
+        e.defaults.push_back(value.is(parameter.attr("empty")) ? nullptr : value.inc_ref().ptr());
+      }
+      e.general = function;
+      // Never freed: a function object keeps pointing at its PyMethodDef.
+      const auto* name = new std::string(py::cast<std::string>(function.attr("__name__")).substr(1));  // "_x" -> "x"
+      const auto* doc = new std::string(py::cast<std::string>(docs[which]));
+      auto* def = new PyMethodDef{name->c_str(), functions[which], METH_FASTCALL | METH_KEYWORDS, doc->c_str()};
+      PyObject* entry_function = PyCFunction_NewEx(def, nullptr, py::str("qdq").ptr());
+      if (entry_function == nullptr) throw py::error_already_set();
+      made.append(py::reinterpret_steal<py::object>(entry_function));
+    }
+    return py::tuple(made);
+  });
   for (PyMethodDef& def : fast_path_methods) {
     PyObject* function = PyCFunction_NewEx(&def, nullptr, m.attr("__name__").ptr());
     if (function == nullptr) throw py::error_already_set();

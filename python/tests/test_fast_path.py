@@ -130,6 +130,52 @@ def test_unusual_arguments_are_handed_back():
     assert _qdq._fast_dynamic_quantize_linear(qdq.pack(x), 11, None) is NotImplemented
 
 
+OPERATORS = ["quantize_linear", "dequantize_linear", "dynamic_quantize_linear"]
+
+
+@pytest.mark.parametrize("name", OPERATORS)
+def test_entry_points_present_the_general_functions_signature(name):
+    import inspect
+
+    public, general = getattr(qdq, name), getattr(qdq, "_" + name)
+    assert public.__name__ == name and public.__module__ == "qdq"
+    assert str(inspect.signature(public)) == str(inspect.signature(general))  # axis: the sentinel shows as 1
+    assert inspect.getdoc(public) == inspect.getdoc(general)
+
+
+def test_entry_points_take_every_argument_by_keyword():
+    x = RNG.uniform(-3, 3, (4, 64)).astype(np.float32)
+    s = np.full(4, 0.05, np.float32)
+    zp = np.arange(4, dtype=np.int8)
+    q = qdq.quantize_linear(x, s, zp, axis=0)
+    same(qdq.quantize_linear(x=x, scale=s, zero_point=zp, axis=0), q)
+    same(qdq.quantize_linear(x, zero_point=zp, scale=s, axis=0, opset=25, saturate=True, packed=False), q)
+    y = qdq.dequantize_linear(q, s, zp, axis=0)
+    same(qdq.dequantize_linear(scale=s, x=q, zero_point=zp, axis=0, block_size=0, output_dtype=None, out=None), y)
+    same(qdq.dynamic_quantize_linear(x=x)[0], qdq.dynamic_quantize_linear(x)[0])
+
+
+@pytest.mark.parametrize("call", [
+    lambda f: f["quantize_linear"](np.ones(4, np.float32)),  # no scale
+    lambda f: f["quantize_linear"](np.ones(4, np.float32), np.float32(1), None, 1),  # axis is keyword-only
+    lambda f: f["quantize_linear"](np.ones(4, np.float32), np.float32(1), scale=np.float32(1)),
+    lambda f: f["quantize_linear"](np.ones(4, np.float32), np.float32(1), axes=0),
+    lambda f: f["dequantize_linear"](np.ones(4, np.int8), np.float32(1), bogus=None),
+    lambda f: f["dequantize_linear"](x=np.ones(4, np.int8)),
+    lambda f: f["dynamic_quantize_linear"](np.ones(4, np.float32), 11),
+    lambda f: f["dynamic_quantize_linear"](),
+])
+def test_entry_points_argument_errors_are_the_general_functions(call):
+    public = {name: getattr(qdq, name) for name in OPERATORS}
+    general = {name: getattr(qdq, "_" + name) for name in OPERATORS}
+    with pytest.raises(TypeError) as expected:
+        call(general)
+    with pytest.raises(TypeError) as got:
+        call(public)
+    assert str(got.value) == str(expected.value)
+    assert str(got.value).startswith(tuple(f"{name}()" for name in OPERATORS))
+
+
 def test_results_of_16_kib_or_more_are_64_byte_aligned():
     x = np.ones((64, 64), np.float32)  # 16 KiB of float32 out, 4 KiB of int8
     y = qdq.quantize_linear(x, np.float32(1), np.int8(0))
