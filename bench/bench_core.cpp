@@ -371,50 +371,131 @@ double median_seconds(const std::function<void()>& fn, int repeats) {
   return samples[samples.size() / 2];
 }
 
-struct PairedMeans {
-  double a = 0;  // mean seconds of one call of a
-  double b = 0;  // and of b
+/// A timed function, with what runs before and after each of its samples (outside the timing).
+struct Interleaved {
+  std::function<void()> call;
+  std::function<void()> before = [] {};
+  std::function<void()> after = [] {};
 };
 
-/// Mean seconds of one call of `a` and of `b`, timed in alternating samples of about a millisecond
+/// Mean seconds of one call of each function, timed in alternating samples of about a millisecond
 /// each (at least one call), in random order and of random length (so that they cannot lock onto
 /// the scheduler's time slices), for at least 5 samples and half a second of each. On a shared
 /// machine the load changes from one millisecond to the next; means, unlike medians, keep the
 /// stalls that a loaded machine causes, which are what a comparison of thread counts is about.
 /// Those stalls are rare and long, so the means need many samples to settle.
-PairedMeans mean_seconds_interleaved(const std::function<void()>& a, const std::function<void()>& b) {
-  const auto calls_for = [](const std::function<void()>& fn) {
+std::vector<double> mean_seconds_interleaved(const std::vector<Interleaved>& fns) {
+  const auto calls_for = [](const Interleaved& fn) {
+    fn.before();
     int64_t calls = 1;
     for (;;) {
       const auto t0 = Clock::now();
-      for (int64_t i = 0; i < calls; ++i) fn();
-      if (Clock::now() - t0 >= std::chrono::microseconds(500) || calls >= (int64_t{1} << 20)) return calls;
+      for (int64_t i = 0; i < calls; ++i) fn.call();
+      if (Clock::now() - t0 >= std::chrono::microseconds(500) || calls >= (int64_t{1} << 20)) break;
       calls *= 2;
     }
+    fn.after();
+    return calls;
   };
-  const int64_t calls_a = calls_for(a);
-  const int64_t calls_b = calls_for(b);
+  std::vector<int64_t> calls;
+  for (const Interleaved& fn : fns) calls.push_back(calls_for(fn));
   std::mt19937 rng(7);
-  double seconds_a = 0, seconds_b = 0;
-  int64_t total_a = 0, total_b = 0;
-  const auto sample = [&](const std::function<void()>& fn, int64_t calls, double* seconds, int64_t* total) {
-    calls = calls * static_cast<int64_t>(1 + rng() % 4);
-    const auto t0 = Clock::now();
-    for (int64_t i = 0; i < calls; ++i) fn();
-    *seconds += std::chrono::duration<double>(Clock::now() - t0).count();
-    *total += calls;
-  };
-  for (int r = 0; r < 5 || seconds_a < 0.5 || seconds_b < 0.5; ++r) {
-    if (rng() % 2) {
-      sample(a, calls_a, &seconds_a, &total_a);
-      sample(b, calls_b, &seconds_b, &total_b);
-    } else {
-      sample(b, calls_b, &seconds_b, &total_b);
-      sample(a, calls_a, &seconds_a, &total_a);
+  std::vector<double> seconds(fns.size(), 0.0);
+  std::vector<int64_t> total(fns.size(), 0);
+  std::vector<size_t> order(fns.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  const auto unfinished = [&] { return std::any_of(seconds.begin(), seconds.end(), [](double s) { return s < 0.5; }); };
+  for (int r = 0; r < 5 || unfinished(); ++r) {
+    std::shuffle(order.begin(), order.end(), rng);
+    for (size_t i : order) {
+      const int64_t n = calls[i] * static_cast<int64_t>(1 + rng() % 4);
+      fns[i].before();
+      const auto t0 = Clock::now();
+      for (int64_t k = 0; k < n; ++k) fns[i].call();
+      seconds[i] += std::chrono::duration<double>(Clock::now() - t0).count();
+      fns[i].after();
+      total[i] += n;
     }
   }
-  return {seconds_a / static_cast<double>(total_a), seconds_b / static_cast<double>(total_b)};
+  std::vector<double> means;
+  for (size_t i = 0; i < fns.size(); ++i) means.push_back(seconds[i] / static_cast<double>(total[i]));
+  return means;
 }
+
+/// The least overhead a call's tasks can have on `threads` threads, as the reference for qdq's
+/// pool: thread k of n runs tasks [k·t/n, (k+1)·t/n) of every call, in order, with nothing claimed
+/// or counted per task, and the helpers spin on a word between calls while active (so that no
+/// wake-up is ever paid) and sleep while parked. Used as ExecutionOptions::parallel_for, one call
+/// at a time; activate() before a sample of calls (outside its timing), park() after it.
+class StaticSplit {
+ public:
+  explicit StaticSplit(int threads) : threads_(threads) {
+    for (int k = 1; k < threads; ++k) helpers_.emplace_back([this, k] { help(k); });
+  }
+  ~StaticSplit() {
+    stop_.store(true);
+    active_.store(true);
+    active_.notify_all();
+    for (std::thread& t : helpers_) t.join();
+  }
+  StaticSplit(const StaticSplit&) = delete;
+  StaticSplit& operator=(const StaticSplit&) = delete;
+
+  /// Wakes the helpers and returns once every one is spinning.
+  void activate() {
+    active_.store(true);
+    active_.notify_all();
+    static const std::function<void(size_t)> nothing = [](size_t) {};
+    run(0, nothing);
+  }
+  void park() { active_.store(false); }
+
+  void run(size_t tasks, const std::function<void(size_t)>& body) {
+    tasks_ = tasks;
+    body_ = &body;
+    done_.store(0, std::memory_order_relaxed);
+    generation_.fetch_add(1, std::memory_order_release);  // publishes tasks_ and body_
+    run_share(0);
+    while (done_.load(std::memory_order_acquire) != threads_ - 1) cpu_relax();
+  }
+
+ private:
+  static void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+  }
+  void run_share(int k) {
+    const size_t n = static_cast<size_t>(threads_);
+    for (size_t t = tasks_ * static_cast<size_t>(k) / n; t < tasks_ * static_cast<size_t>(k + 1) / n; ++t) (*body_)(t);
+  }
+  void help(int k) {
+    uint64_t seen = 0;
+    while (!stop_.load()) {
+      if (!active_.load()) {
+        active_.wait(false);
+        continue;
+      }
+      const uint64_t generation = generation_.load(std::memory_order_acquire);
+      if (generation == seen) {
+        cpu_relax();
+        continue;
+      }
+      seen = generation;
+      run_share(k);
+      done_.fetch_add(1, std::memory_order_release);
+    }
+  }
+
+  const int threads_;
+  size_t tasks_ = 0;
+  const std::function<void(size_t)>* body_ = nullptr;
+  std::atomic<uint64_t> generation_{0};
+  std::atomic<int> done_{0};
+  std::atomic<bool> active_{false};
+  std::atomic<bool> stop_{false};
+  std::vector<std::thread> helpers_;
+};
 
 /// `threads` threads that keep a core busy each (arithmetic, no memory traffic) until destroyed:
 /// the other work of a loaded machine, for `qdq bench --load`.
@@ -514,12 +595,22 @@ std::vector<BenchResult> run_benchmarks(const BenchOptions& options,
       };
       const std::array<double, 3> before = references();
       double seconds = 0;
-      PairedMeans paired;
+      std::vector<double> means;  // compare_one_thread: exec, one thread, then the static split
       if (options.compare_one_thread) {
         ExecutionOptions one = exec;
         one.num_threads = 1;
-        paired = mean_seconds_interleaved([&] { c->run(exec); }, [&] { c->run(one); });
-        seconds = paired.a;
+        std::vector<Interleaved> fns{{[&] { c->run(exec); }}, {[&] { c->run(one); }}};
+        std::unique_ptr<StaticSplit> split;
+        ExecutionOptions split_exec = exec;
+        if (threads > 1) {
+          split = std::make_unique<StaticSplit>(threads);
+          split_exec.parallel_for = [&](size_t tasks, const std::function<void(size_t)>& body) {
+            split->run(tasks, body);
+          };
+          fns.push_back({[&] { c->run(split_exec); }, [&] { split->activate(); }, [&] { split->park(); }});
+        }
+        means = mean_seconds_interleaved(fns);
+        seconds = means[0];
       } else {
         seconds = median_seconds([&] { c->run(exec); }, options.repeats);
       }
@@ -559,8 +650,12 @@ std::vector<BenchResult> run_benchmarks(const BenchOptions& options,
       r.stores = scalar ? "normal" : output_stores(c->bytes_out());
       r.load = options.load;
       if (options.compare_one_thread) {
-        r.one_thread_gelem_per_s = static_cast<double>(elements) / paired.b / 1e9;
-        r.vs_one_thread = paired.b / paired.a;
+        r.one_thread_gelem_per_s = static_cast<double>(elements) / means[1] / 1e9;
+        r.vs_one_thread = means[1] / means[0];
+      }
+      if (means.size() > 2) {
+        r.static_split_gelem_per_s = static_cast<double>(elements) / means[2] / 1e9;
+        r.vs_static_split = means[2] / means[0];
       }
       if (progress) progress(r);
       results.push_back(r);
@@ -588,7 +683,9 @@ std::string to_json(const std::vector<BenchResult>& results) {
            ", \"routes\": " + json_string(r.routes) + ", \"stores\": " + json_string(r.stores) +
            ", \"load\": " + std::to_string(r.load) +
            ", \"one_thread_gelem_per_s\": " + fixed(r.one_thread_gelem_per_s, 4) +
-           ", \"vs_one_thread\": " + fixed(r.vs_one_thread, 3) + "}";
+           ", \"vs_one_thread\": " + fixed(r.vs_one_thread, 3) +
+           ", \"static_split_gelem_per_s\": " + fixed(r.static_split_gelem_per_s, 4) +
+           ", \"vs_static_split\": " + fixed(r.vs_static_split, 3) + "}";
     out += i + 1 < results.size() ? ",\n" : "\n";
   }
   return out + "]\n";
@@ -600,7 +697,7 @@ std::string table_header(bool thread_columns) {
                 "threads", "Gelem/s", "GB/s", "streamGB", "ratio", "ceilGe/s", "vsCeil", "ref", "vsRef", "stores");
   std::string header = buffer;
   if (thread_columns) {
-    std::snprintf(buffer, sizeof buffer, " %4s %10s %6s", "load", "1T Gelem/s", "vs1T");
+    std::snprintf(buffer, sizeof buffer, " %4s %10s %6s %10s %6s", "load", "1T Gelem/s", "vs1T", "statGe/s", "vsStat");
     header += buffer;
   }
   return header;
@@ -616,6 +713,10 @@ std::string table_row(const BenchResult& r) {
   if (r.vs_one_thread > 0) {
     std::snprintf(buffer, sizeof buffer, " %4d %10.3f %6.2f", r.load, r.one_thread_gelem_per_s, r.vs_one_thread);
     row += buffer;
+    if (r.vs_static_split > 0) {
+      std::snprintf(buffer, sizeof buffer, " %10.3f %6.2f", r.static_split_gelem_per_s, r.vs_static_split);
+      row += buffer;
+    }
   }
   return row;
 }

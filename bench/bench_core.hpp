@@ -63,6 +63,12 @@ struct BenchResult {
   int load = 0;                       // busy threads that ran beside it
   double one_thread_gelem_per_s = 0;  // the same case on one thread (compare_one_thread), else 0
   double vs_one_thread = 0;           // gelem_per_s / one_thread_gelem_per_s (compare_one_thread), else 0
+  // compare_one_thread with more than one thread: the same tasks on the same number of threads with
+  // no pool, a fixed share of them per thread and helpers that spin between calls (StaticSplit, in
+  // bench_core.cpp), interleaved with the two above: the machine's own gain from more threads for
+  // this work, against which the pool's is measured. Else 0.
+  double static_split_gelem_per_s = 0;
+  double vs_static_split = 0;  // gelem_per_s / static_split_gelem_per_s
 };
 
 /// One benchmark case with its tensors allocated: call run() to execute the operator once.

@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """Two threads against one, idle and busy: runs `qdq --threads 2 bench --compare-one-thread` over a
 range of sizes, without load, with `--load N` busy threads, and while another process keeps
-starting beside it (a loop of `python3 -c pass`), and prints a markdown table of the medians.
+starting beside it (a loop of `python3 -c pass`), and prints a markdown table of the medians. Beside
+qdq's 2T/1T it prints the static split's (the same tasks on two threads with no pool: the bench's
+reference for what two threads can gain on this machine).
 
 Several qdq binaries (before and after a change) run alternately, round after round, so that they
 share the machine's state; on a shared machine only such side-by-side numbers compare.
@@ -85,19 +87,22 @@ def main():
                         r = run_bench(qdq, size, case, load, args.repeats)
                         samples.append({"qdq": qdq, "round": rnd, "load": load, "size": size, "case": case,
                                         "one": r["one_thread_gelem_per_s"], "two": r["gelem_per_s"],
-                                        "ratio": r["vs_one_thread"]})
+                                        "ratio": r["vs_one_thread"],
+                                        "static": r["static_split_gelem_per_s"] / r["one_thread_gelem_per_s"]})
                         print(f"# round {rnd} {load:5} {size_name(size):6} {case:44} {os.path.basename(qdq):12} "
                               f"1T {r['one_thread_gelem_per_s']:7.3f} 2T {r['gelem_per_s']:7.3f} "
-                              f"2T/1T {r['vs_one_thread']:5.2f}", file=sys.stderr, flush=True)
+                              f"2T/1T {r['vs_one_thread']:5.2f} static 2T/1T "
+                              f"{r['static_split_gelem_per_s'] / r['one_thread_gelem_per_s']:5.2f}",
+                              file=sys.stderr, flush=True)
     if args.json_out:
         with open(args.json_out, "w") as f:
             json.dump(samples, f, indent=1)
     names = [os.path.basename(q) for q in args.qdq]
     for load in loads:
         print(f"\n### {load}\n")
-        header = "| case | size |" + "".join(f" {n} 1T | {n} 2T | {n} 2T/1T |" for n in names)
+        header = "| case | size |" + "".join(f" {n} 1T | {n} 2T | {n} 2T/1T | {n} static 2T/1T |" for n in names)
         print(header)
-        print("|---|---|" + "---:|---:|---:|" * len(names))
+        print("|---|---|" + "---:|---:|---:|---:|" * len(names))
         for case in cases:
             for size in sizes:
                 cells = []
@@ -108,7 +113,8 @@ def main():
                     two = statistics.median(s["two"] for s in got)
                     ratio = statistics.median(s["ratio"] for s in got)
                     lo = min(s["ratio"] for s in got)
-                    cells.append(f" {one:.2f} | {two:.2f} | {ratio:.2f} (min {lo:.2f}) |")
+                    static = statistics.median(s["static"] for s in got)
+                    cells.append(f" {one:.2f} | {two:.2f} | {ratio:.2f} (min {lo:.2f}) | {static:.2f} |")
                 print(f"| {case} | {size_name(size)} |" + "".join(cells))
 
 

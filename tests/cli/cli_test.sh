@@ -215,9 +215,16 @@ case_bench_threads() {
   expect_stdout_contains '"load": 1'
   [[ "$out" =~ \"vs_one_thread\":\ [0-9]+\.[0-9]+ ]] && [[ ! "$out" =~ \"vs_one_thread\":\ 0\.000 ]] ||
     fail "no vs_one_thread figure: $out"
+  [[ "$out" =~ \"vs_static_split\":\ [0-9]+\.[0-9]+ ]] && [[ ! "$out" =~ \"vs_static_split\":\ 0\.000 ]] ||
+    fail "no vs_static_split figure: $out"
   run_qdq --threads 2 bench --size 65536 --repeats 1 --filter 'quantize/float32->uint8/per-tensor' --compare-one-thread
   expect_rc 0
   expect_stdout_contains 'vs1T'
+  expect_stdout_contains 'vsStat'
+  # One thread: no static split to compare with.
+  run_qdq --threads 1 bench --size 65536 --repeats 1 --filter 'quantize/float32->uint8/per-tensor' --compare-one-thread --json
+  expect_rc 0
+  expect_stdout_contains '"vs_static_split": 0.000'
   run_qdq bench --load 65
   expect_rc 2
 }
