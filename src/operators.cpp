@@ -34,7 +34,7 @@ void quantize_linear(const QuantizeLinearAttributes& attributes, const TensorVie
       call, detail::resolve_force_scalar(options), std::max(call.y_bytes, options.whole_output_bytes));
   detail::parallel_ranges(
       call.plan.elements, options, [&](int64_t begin, int64_t end) { kernel(call, y.data, begin, end); },
-      2 * detail::bytes_moved(call.x_type, call.y_type, call.plan.elements));
+      2 * detail::bytes_moved(call.x_type, call.y_type, call.plan.elements), reinterpret_cast<const void*>(kernel));
 }
 
 TensorSpec dequantize_linear_output(const DequantizeLinearAttributes& attributes, const TensorView& x,
@@ -51,7 +51,7 @@ void dequantize_linear(const DequantizeLinearAttributes& attributes, const Tenso
       call, detail::resolve_force_scalar(options), std::max(call.y_bytes, options.whole_output_bytes));
   detail::parallel_ranges(
       call.plan.elements, options, [&](int64_t begin, int64_t end) { kernel(call, y.data, begin, end); },
-      detail::bytes_moved(call.x_type, call.y_type, call.plan.elements));
+      detail::bytes_moved(call.x_type, call.y_type, call.plan.elements), reinterpret_cast<const void*>(kernel));
 }
 
 namespace {

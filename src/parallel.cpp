@@ -10,6 +10,7 @@
 #include "parallel.hpp"
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -64,23 +65,29 @@ class ThreadPool {
     for (std::thread& t : workers_) t.join();
   }
 
-  void run(size_t tasks, int threads, detail::FunctionRef<void(size_t)> body) {
+  /// Runs body(0..tasks) and returns the calling thread's time per task it ran (the tasks' own
+  /// time on one thread, as near as a call can tell), or zero where it ran none or did not time them
+  /// (`timed` false).
+  Clock::duration run(size_t tasks, int threads, detail::FunctionRef<void(size_t)> body, bool timed) {
     std::unique_lock<std::mutex> job(job_mutex_, std::try_to_lock);
     if (!job.owns_lock() || threads <= 1 || tasks < kMinParallelTasks || Clock::now() < serial_until_) {
+      const auto start = timed ? Clock::now() : Clock::time_point();
       for (size_t t = 0; t < tasks; ++t) body(t);
-      return;
+      return timed ? (Clock::now() - start) / static_cast<int64_t>(tasks) : Clock::duration::zero();
     }
     // The claim word holds two 16-bit task indices: larger jobs (over 2·10^9 elements) go in slices.
     constexpr size_t kMaxJob = kMaxTasksPerJob;
+    Clock::duration per_task{};
     for (size_t first = 0; first < tasks; first += kMaxJob) {
       const size_t count = std::min(kMaxJob, tasks - first);
       const auto slice = [&](size_t t) { body(first + t); };
-      run_job(static_cast<uint32_t>(count), threads, slice);
+      per_task = run_job(static_cast<uint32_t>(count), threads, slice);
     }
+    return per_task;
   }
 
  private:
-  void run_job(uint32_t tasks, int threads, detail::FunctionRef<void(size_t)> body) {
+  Clock::duration run_job(uint32_t tasks, int threads, detail::FunctionRef<void(size_t)> body) {
     const int helpers = static_cast<int>(std::min<uint32_t>(static_cast<uint32_t>(threads - 1), tasks - 1));
     if (static_cast<int>(workers_.size()) < helpers) {
       std::lock_guard<std::mutex> lock(mutex_);
@@ -130,6 +137,7 @@ class ThreadPool {
     }
     const auto end = Clock::now();
     learn(tasks, own, woke, start, published, own_done, end);
+    return own > 0 ? (own_done - published) / static_cast<int64_t>(own) : Clock::duration::zero();
   }
 
   /// Keeps score of what the helpers gained or lost the caller against running every task itself,
@@ -281,6 +289,39 @@ ThreadPool& pool() {
   return instance;
 }
 
+/// What a kernel last took per element on one thread, in picoseconds, for calls of each task count
+/// up to kMaxTimedTasks: a small table indexed by a hash of (kernel, tasks), each slot overwritten
+/// by whichever key used it last. Read and written by any calling thread without a lock: a slot read
+/// while another thread rewrites it gives a wrong estimate, never a wrong result.
+class KernelTimes {
+ public:
+  static uint64_t key(const void* kernel, size_t tasks) {
+    return static_cast<uint64_t>(reinterpret_cast<uintptr_t>(kernel)) * 16 + tasks;  // tasks < 16
+  }
+  uint32_t picoseconds_per_element(uint64_t key) const {
+    const Slot& slot = slots_[index(key)];
+    return slot.key.load(std::memory_order_relaxed) == key ? slot.picoseconds.load(std::memory_order_relaxed) : 0;
+  }
+  void record(uint64_t key, uint32_t picoseconds) {
+    Slot& slot = slots_[index(key)];
+    slot.key.store(key, std::memory_order_relaxed);
+    slot.picoseconds.store(picoseconds, std::memory_order_relaxed);
+  }
+
+ private:
+  struct Slot {
+    std::atomic<uint64_t> key{0};
+    std::atomic<uint32_t> picoseconds{0};
+  };
+  static size_t index(uint64_t key) { return static_cast<size_t>((key * 0x9E3779B97F4A7C15ull) >> 56); }
+  std::array<Slot, 256> slots_;
+};
+
+KernelTimes& kernel_times() {
+  static KernelTimes instance;
+  return instance;
+}
+
 // The environment's defaults are read once per process, at the first call that needs them (as
 // OpenMP reads OMP_NUM_THREADS): getenv scans the whole environment, and every operator call would
 // pay for it (~1 % of a 64 Ki-element call, more of a small one). hardware_concurrency() likewise:
@@ -331,7 +372,7 @@ uint64_t bytes_moved(DataType x_type, DataType y_type, int64_t elements) {
 }
 
 void parallel_ranges(int64_t elements, const ExecutionOptions& options, FunctionRef<void(int64_t, int64_t)> fn,
-                     uint64_t work) {
+                     uint64_t work, const void* kernel) {
   if (elements <= 0) return;
   const auto tasks = static_cast<size_t>((elements + kTaskGrain - 1) / kTaskGrain);
   if (tasks == 1) {
@@ -344,11 +385,29 @@ void parallel_ranges(int64_t elements, const ExecutionOptions& options, Function
   };
   if (options.parallel_for) {
     options.parallel_for(tasks, std::function<void(size_t)>(body));  // the caller's interface takes a std::function
-  } else {
-    int threads = resolve_num_threads(options);
-    if (work > 0)
-      threads = static_cast<int>(std::clamp<uint64_t>(work / kMinWorkPerThread, 1, static_cast<uint64_t>(threads)));
-    pool().run(tasks, threads, body);
+    return;
+  }
+  const int most = resolve_num_threads(options);
+  int threads = most;
+  if (work > 0)
+    threads = static_cast<int>(std::clamp<uint64_t>(work / kMinWorkPerThread, 1, static_cast<uint64_t>(most)));
+  // Small calls: the kernel's own time there decides, once it has one (bytes moved say little of
+  // the float8, float4 and 16-bit float conversions, or of the sub-byte types' packing).
+  const bool timed = kernel != nullptr && most > 1 && tasks <= kMaxTimedTasks;
+  const uint64_t key = timed ? KernelTimes::key(kernel, tasks) : 0;
+  if (timed) {
+    const uint64_t picoseconds = kernel_times().picoseconds_per_element(key);
+    if (picoseconds != 0) {
+      const uint64_t nanoseconds = picoseconds * static_cast<uint64_t>(elements) / 1000;
+      threads = static_cast<int>(
+          std::clamp<uint64_t>(nanoseconds / kMinNanosecondsPerThread, 1, static_cast<uint64_t>(most)));
+    }
+  }
+  const auto per_task = pool().run(tasks, threads, body, timed);
+  if (timed && per_task > Clock::duration::zero()) {
+    const double picoseconds = std::chrono::duration<double, std::pico>(per_task).count() * static_cast<double>(tasks) /
+                               static_cast<double>(elements);
+    kernel_times().record(key, static_cast<uint32_t>(std::clamp(picoseconds, 1.0, 1e9)));
   }
 }
 

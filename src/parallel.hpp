@@ -52,13 +52,27 @@ class FunctionRef<R(Args...)> {
   R (*call_)(void*, Args...);
 };
 
+/// The least time a thread of qdq's pool must have to itself for a call of at most
+/// kMaxTimedTasks tasks to add it, in nanoseconds of one thread's time. From `qdq bench
+/// --compare-one-thread`'s static split at 64 Ki elements (two tasks) on the 2-core Zen 3 machine
+/// (docs/performance.md): calls of about 5 us on one thread lost with two (dequantize 8-bit ->
+/// float32, 0.7-0.8x), calls of 6 us and more gained (1.2-1.8x).
+constexpr uint64_t kMinNanosecondsPerThread = 3000;
+
+/// Calls of up to this many tasks are timed, per kernel and task count, and their thread count
+/// comes from the time their kernel took there (kMinNanosecondsPerThread) instead of from bytes
+/// moved; larger ones have work enough for every thread on any kernel.
+constexpr size_t kMaxTimedTasks = 8;
+
 /// Runs fn(begin, end) over [0, elements) in tasks of kTaskGrain elements, on the caller's
 /// ParallelFor, qdq's pool, or the calling thread alone (a single task, a busy pool, or a busy
-/// machine where helpers have been losing time). `work` (bytes moved, see kMinWorkPerThread; 0 =
-/// unknown, no limit) caps qdq's pool at one thread per kMinWorkPerThread; the caller's ParallelFor
-/// gets every task and decides itself. qdq's pool allocates nothing per call (it starts its workers
-/// on first use); results never depend on which.
+/// machine where helpers have been losing time). qdq's pool gets at most one thread per
+/// kMinNanosecondsPerThread of the time the same `kernel` (any identity of the work per element;
+/// nullptr = none) last took per element on calls of as many tasks, or before that, one thread per
+/// kMinWorkPerThread of `work` (bytes moved; 0 = unknown, no limit). The caller's ParallelFor gets
+/// every task and decides itself. qdq's pool allocates nothing per call (it starts its workers on
+/// first use); results never depend on which threads ran.
 void parallel_ranges(int64_t elements, const ExecutionOptions& options, FunctionRef<void(int64_t, int64_t)> fn,
-                     uint64_t work = 0);
+                     uint64_t work = 0, const void* kernel = nullptr);
 
 }  // namespace qdq::detail
