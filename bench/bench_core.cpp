@@ -13,6 +13,7 @@
 #include <memory>
 #include <mutex>
 #include <new>
+#include <numeric>
 #include <random>
 #include <thread>
 #include <vector>
@@ -403,7 +404,7 @@ std::vector<double> mean_seconds_interleaved(const std::vector<Interleaved>& fns
   std::vector<double> seconds(fns.size(), 0.0);
   std::vector<int64_t> total(fns.size(), 0);
   std::vector<size_t> order(fns.size());
-  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::iota(order.begin(), order.end(), size_t{0});
   const auto unfinished = [&] { return std::any_of(seconds.begin(), seconds.end(), [](double s) { return s < 0.5; }); };
   for (int r = 0; r < 5 || unfinished(); ++r) {
     std::shuffle(order.begin(), order.end(), rng);

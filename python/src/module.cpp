@@ -1477,10 +1477,9 @@ Py_ssize_t parameter_index(const EntryPoint& e, PyObject* name) {
   for (size_t i = 0; i < e.count; ++i) {
     if (e.interned[i] == name) return static_cast<Py_ssize_t>(i);  // call sites' keywords are interned
   }
-  for (size_t i = 0; i < e.count; ++i) {
-    if (PyUnicode_Check(name) && PyUnicode_Compare(e.interned[i], name) == 0) return static_cast<Py_ssize_t>(i);
+  for (size_t i = 0; i < e.count; ++i) {  // keyword names are always str: the comparison cannot fail
+    if (PyUnicode_Compare(e.interned[i], name) == 0) return static_cast<Py_ssize_t>(i);
   }
-  PyErr_Clear();
   return -1;
 }
 
