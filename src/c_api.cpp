@@ -401,4 +401,13 @@ qdq_status qdq_dynamic_quantize_linear(int64_t opset, const qdq_tensor* x, const
   });
 }
 
+qdq_status qdq_run_tasks(size_t tasks, qdq_task_function task_function, void* task_context,
+                         const qdq_execution_options* options) {
+  return guarded("qdq_run_tasks", [&] {
+    if (tasks == 0) return;
+    if (task_function == nullptr) invalid("task_function is NULL");
+    qdq::run_tasks(tasks, [&](size_t task) { task_function(task_context, task); }, execution_options(options));
+  });
+}
+
 }  // extern "C"

@@ -16,6 +16,7 @@
 #include <condition_variable>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -352,6 +353,27 @@ void set_default_num_threads(int threads) { g_default_threads.store(threads > 0 
 int default_num_threads() {
   const int set = g_default_threads.load();
   return set > 0 ? set : environment_threads();
+}
+
+void run_tasks(size_t tasks, const std::function<void(size_t task)>& body, const ExecutionOptions& options) {
+  if (tasks == 0) return;
+  // A task's exception must not escape a worker thread; the first one caught is rethrown here.
+  std::exception_ptr failure;
+  std::mutex failure_mutex;
+  const auto guarded = [&](size_t task) {
+    try {
+      body(task);
+    } catch (...) {
+      const std::lock_guard<std::mutex> lock(failure_mutex);
+      if (!failure) failure = std::current_exception();
+    }
+  };
+  if (options.parallel_for) {
+    options.parallel_for(tasks, std::function<void(size_t)>(guarded));
+  } else {
+    pool().run(tasks, detail::resolve_num_threads(options), guarded, /*timed=*/false);
+  }
+  if (failure) std::rethrow_exception(failure);
 }
 
 namespace detail {

@@ -300,6 +300,14 @@ QDQ_C_API qdq_status qdq_dynamic_quantize_linear(int64_t opset, const qdq_tensor
                                                  float* y_scale, uint8_t* y_zero_point,
                                                  const qdq_execution_options* options);
 
+/** Calls task_function(task_context, task) once for every task in [0, tasks) on qdq's thread pool,
+    the calling thread taking part (or on options->parallel_for), and returns when all have returned:
+    for a caller's own work around qdq's calls, which task_function may make (each runs on its task's
+    thread). `options` may be NULL. Fails only on bad arguments (task_function NULL with tasks > 0,
+    bad options) or a parallel_for hook that breaks its contract. Allocates nothing; thread-safe. */
+QDQ_C_API qdq_status qdq_run_tasks(size_t tasks, qdq_task_function task_function, void* task_context,
+                                   const qdq_execution_options* options);
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif

@@ -111,6 +111,15 @@ QDQ_API void set_default_num_threads(int threads);
 /// The thread count a call with num_threads = 0 would use now. Thread-safe.
 QDQ_API int default_num_threads();
 
+/// Runs body(task) once for every task in [0, tasks) on qdq's thread pool with the calling thread
+/// taking part (or on options.parallel_for), as many threads as `options` say, and returns when all
+/// have finished; for a caller's own work around qdq's calls (a tensor quantized slice by slice, each
+/// slice followed by the caller's pass over it while it is in cache). A qdq call made inside body
+/// runs on that task's thread. If tasks throw, one of their exceptions is rethrown after every task
+/// has run. Allocates only what an exception needs; the pool starts its workers on first use.
+QDQ_API void run_tasks(size_t tasks, const std::function<void(size_t task)>& body,
+                       const ExecutionOptions& options = {});
+
 /// Validates a QuantizeLinear node and returns its output's type, shape and byte size.
 /// Throws qdq::Error naming the violated rule. Allocates only the returned shape; single-threaded.
 /// `y_zero_point` may be null (absent).

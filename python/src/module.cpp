@@ -28,6 +28,7 @@
 #endif
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <cstdlib>
@@ -304,6 +305,24 @@ QDQ_PY_VECTOR_CLONES void clamp_codes(uint8_t* items, uint64_t count, int bits, 
   throw py::value_error(std::string(what) + ": a " + qdq::data_type_name(type) + " element is out of range");
 }
 
+// Runs piece(begin, end) -> bool over [0, count) in pieces of 256 Ki items, one task each on the
+// library's threads (a pass over a whole tensor between the library's calls, which would otherwise
+// read it on this thread alone); under two pieces, one call on this thread. True when every piece
+// returned true; after a false one the pieces not yet started are skipped. Pieces are a multiple of
+// 8 items long, so each starts on a byte of a packed 2/4-bit tensor.
+template <class Piece>
+bool all_pieces(uint64_t count, const Piece& piece) {
+  constexpr uint64_t kPieceItems = uint64_t{1} << 18;
+  if (count < 2 * kPieceItems) return piece(uint64_t{0}, count);
+  std::atomic<bool> all{true};
+  qdq::run_tasks(static_cast<size_t>((count + kPieceItems - 1) / kPieceItems), [&](size_t task) {
+    if (!all.load(std::memory_order_relaxed)) return;
+    const uint64_t begin = task * kPieceItems;
+    if (!piece(begin, std::min(count, begin + kPieceItems))) all.store(false, std::memory_order_relaxed);
+  });
+  return all.load();
+}
+
 // Large result and scratch blocks, kept for reuse after they are freed. A fresh result of tens of
 // MiB costs page faults (the kernel zero-fills every page before qdq writes it) that take about as
 // long as the operator itself, and glibc hands blocks of 32 MiB or more back to the system on every
@@ -565,12 +584,16 @@ struct Input {
     const uint64_t count = qdq::element_count(shape);
     const int bits = qdq::bit_width(view.type);
     packed = Buffer(view.size_bytes + 1);  // +1: never a zero-size buffer
+    const auto pack = [&](uint64_t begin, uint64_t end) {
+      return check_and_pack(items + begin, end - begin, bits, signed_items, check_items,
+                            packed.get() + begin * static_cast<uint64_t>(bits) / 8);
+    };
     bool ok;
     if (count >= kReleaseGilItems) {
       py::gil_scoped_release release;
-      ok = check_and_pack(items, count, bits, signed_items, check_items, packed.get());
+      ok = all_pieces(count, pack);
     } else {  // shorter than releasing and taking back the GIL (a zero point, a small tensor)
-      ok = check_and_pack(items, count, bits, signed_items, check_items, packed.get());
+      ok = pack(0, count);
     }
     if (!ok) throw_bad_item();
     view.data = packed.get();
@@ -586,12 +609,15 @@ struct Input {
     if (!may_be_byte_integers()) return std::nullopt;
     const bool signed_type = is_signed_sub_byte(view.type);
     const uint64_t count = qdq::element_count(shape);
+    const auto are_values = [&](uint64_t begin, uint64_t end) {
+      return items_are_values(items + begin, end - begin, qdq::bit_width(view.type), signed_type);
+    };
     bool values;
     if (count >= kReleaseGilItems) {
       py::gil_scoped_release release;
-      values = items_are_values(items, count, qdq::bit_width(view.type), signed_type);
+      values = all_pieces(count, are_values);
     } else {  // shorter than releasing and taking back the GIL
-      values = items_are_values(items, count, qdq::bit_width(view.type), signed_type);
+      values = are_values(0, count);
     }
     if (!values) return std::nullopt;
     return qdq::TensorView{signed_type ? DataType::kInt8 : DataType::kUint8, shape, items, count};
@@ -694,7 +720,12 @@ struct Output {
   }
 
   static void finish_unpack(const uint8_t* packed_data, DataType type, uint64_t count, uint8_t* items) {
-    unpack_codes(packed_data, qdq::bit_width(type), count, is_signed_sub_byte(type), items);
+    const auto bits = static_cast<uint64_t>(qdq::bit_width(type));
+    all_pieces(count, [&](uint64_t begin, uint64_t end) {
+      unpack_codes(packed_data + begin * bits / 8, static_cast<int>(bits), end - begin, is_signed_sub_byte(type),
+                   items + begin);
+      return true;
+    });
   }
 
  private:
@@ -745,13 +776,13 @@ struct ChunkPlan {
   // x: the validated input; sub_byte_bits: the bits of the tensor packed or unpacked per chunk.
   ChunkPlan(const qdq::TensorView& x, const qdq::TensorView& s, const qdq::TensorView* zp,
             std::optional<int64_t> axis_attribute, std::optional<int64_t> block_size, int sub_byte_bits) {
-    // 256 Ki elements per thread: a chunk's packed bytes and codes (<= 384 KiB) stay in a core's L2.
+    // 256 Ki elements per chunk, one chunk per task: its packed bytes and codes (<= 384 KiB) stay in
+    // the L2 of the core that runs it.
     constexpr uint64_t kChunkElems = uint64_t{1} << 18;
     const auto rank = static_cast<int64_t>(x.shape.size());
     const uint64_t count = qdq::element_count(x.shape);
-    if (rank == 0 || x.shape[0] < 2 || count < 2 * kChunkElems) return;  // before asking for the thread count
-    const uint64_t target = kChunkElems * static_cast<uint64_t>(std::max(1, qdq::default_num_threads()));
-    if (count < 2 * target) return;
+    if (rank == 0 || x.shape[0] < 2 || count < 2 * kChunkElems) return;
+    const uint64_t target = kChunkElems;
     rows = x.shape[0];
     row_elems = count / static_cast<uint64_t>(rows);
     int64_t axis = axis_attribute.value_or(1);
@@ -841,13 +872,40 @@ struct QuantizeChunk {
   const qdq::TensorView* zero_point_or_null() const { return zero_point ? &*zero_point : nullptr; }
 };
 
-// whole_output_bytes: for a call that writes one chunk of a result straight into it, the result's
-// bytes, so the kernel stores as the whole call would (non-temporal past the caches, where that
-// measured faster); 0 for a chunk that is read back while in cache.
-qdq::ExecutionOptions execution_options(uint64_t whole_output_bytes = 0) {
+// A chunk's own call, on the thread of the task running it. whole_output_bytes: for a call that
+// writes one chunk of a result straight into it, the result's bytes, so the kernel stores as the
+// whole call would (non-temporal past the caches, where that measured faster); 0 for a chunk that
+// is read back while in cache.
+qdq::ExecutionOptions chunk_options(uint64_t whole_output_bytes = 0) {
   qdq::ExecutionOptions options;
+  options.num_threads = 1;
   options.whole_output_bytes = whole_output_bytes;
   return options;
+}
+
+// Runs chunk(r0, r1) for every chunk of rows of `plan`, one task each on the library's threads, so
+// that this layer's pass over a chunk (clamping, unpacking, checking) runs on the thread that just
+// computed it, while that chunk is in its cache, and in parallel with the other chunks.
+template <class Chunk>
+void for_each_chunk(const ChunkPlan& plan, const Chunk& chunk) {
+  const auto chunks = static_cast<size_t>((plan.rows + plan.step - 1) / plan.step);
+  qdq::run_tasks(chunks, [&](size_t task) {
+    const int64_t r0 = static_cast<int64_t>(task) * plan.step;
+    chunk(r0, std::min(plan.rows, r0 + plan.step));
+  });
+}
+
+// Scratch of at least `bytes` for the chunk the calling thread runs, kept for its next chunk (a fresh
+// block of this size per chunk would be mapped and page-faulted each time).
+uint8_t* chunk_scratch(size_t bytes) {
+  thread_local std::unique_ptr<uint8_t[]> data;
+  thread_local size_t size = 0;
+  if (size < bytes) {
+    data.reset();
+    data.reset(new uint8_t[bytes]);
+    size = bytes;
+  }
+  return data.get();
 }
 
 // attributes: a dict name -> int of the attributes to set; others stay absent.
@@ -895,7 +953,7 @@ struct Result {
 // Saturating round(x / s) + zero point to [-128, 127] and then to [-8, 7] saturates it to [-8, 7],
 // a NaN's minimum included, so the codes are the narrow type's bit for bit, without the kernel
 // packing them and this layer unpacking them again. Large calls go in chunks of rows, each clamped
-// while it is in cache.
+// by the thread that computed it, while it is in cache.
 Result quantize_as_byte_integers(const qdq::QuantizeLinearAttributes& attrs, const Input& xi, const Input& si,
                                  std::optional<Input>& zi, Output& y) {
   const bool signed_type = is_signed_sub_byte(y.type);
@@ -921,16 +979,19 @@ Result quantize_as_byte_integers(const qdq::QuantizeLinearAttributes& attrs, con
   {
     const GilRelease gil(count >= kReleaseGilElements);
     if (plan.step == 0) {
-      qdq::quantize_linear(byte_attrs, xi.view, si.view, zv, {byte_type, y.shape, y.items, count}, execution_options());
-      clamp_codes(y.items, count, bits, signed_type);
+      qdq::quantize_linear(byte_attrs, xi.view, si.view, zv, {byte_type, y.shape, y.items, count});
+      all_pieces(count, [&](uint64_t begin, uint64_t end) {
+        clamp_codes(y.items + begin, end - begin, bits, signed_type);
+        return true;
+      });
     } else {
-      for (int64_t r0 = 0; r0 < plan.rows; r0 += plan.step) {
-        const QuantizeChunk c(plan, xi.view, si.view, zv, r0, std::min(plan.rows, r0 + plan.step));
+      for_each_chunk(plan, [&](int64_t r0, int64_t r1) {
+        const QuantizeChunk c(plan, xi.view, si.view, zv, r0, r1);
         uint8_t* const codes = y.items + static_cast<uint64_t>(r0) * plan.row_elems;
         qdq::quantize_linear(byte_attrs, c.x.view(xi.view.type), c.scale, c.zero_point_or_null(),
-                             {byte_type, c.x.shape, codes, c.elements}, execution_options());
+                             {byte_type, c.x.shape, codes, c.elements}, chunk_options());
         clamp_codes(codes, c.elements, bits, signed_type);
-      }
+      });
     }
   }
   return {std::move(y.array), y.type};
@@ -957,18 +1018,19 @@ Result quantize_linear_with(const qdq::QuantizeLinearAttributes& attrs, const py
     const GilRelease gil(qdq::element_count(xi.shape) >= kReleaseGilElements);
     if (plan.step == 0) {
       y.prepare_whole();
-      qdq::quantize_linear(attrs, xi.view, si.view, zv, y.view, execution_options());
+      qdq::quantize_linear(attrs, xi.view, si.view, zv, y.view);
       y.finish();
-    } else {  // the kernel writes each chunk's packed bytes to `chunk`, unpacked from there while in cache
+    } else {  // the kernel writes each chunk's packed bytes to scratch, unpacked from there while in cache
       const int bits = qdq::bit_width(y.type);
-      Buffer chunk(qdq::storage_bytes(y.type, static_cast<uint64_t>(plan.step) * plan.row_elems) + 1);
-      for (int64_t r0 = 0; r0 < plan.rows; r0 += plan.step) {
-        const QuantizeChunk c(plan, xi.view, si.view, zv, r0, std::min(plan.rows, r0 + plan.step));
-        const qdq::MutableTensorView yv{y.type, c.x.shape, chunk.get(), qdq::storage_bytes(y.type, c.elements)};
-        qdq::quantize_linear(attrs, c.x.view(xi.view.type), c.scale, c.zero_point_or_null(), yv, execution_options());
-        unpack_codes(chunk.get(), bits, c.elements, is_signed_sub_byte(y.type),
+      const size_t scratch_bytes = qdq::storage_bytes(y.type, static_cast<uint64_t>(plan.step) * plan.row_elems) + 1;
+      for_each_chunk(plan, [&](int64_t r0, int64_t r1) {
+        const QuantizeChunk c(plan, xi.view, si.view, zv, r0, r1);
+        uint8_t* const packed = chunk_scratch(scratch_bytes);
+        const qdq::MutableTensorView yv{y.type, c.x.shape, packed, qdq::storage_bytes(y.type, c.elements)};
+        qdq::quantize_linear(attrs, c.x.view(xi.view.type), c.scale, c.zero_point_or_null(), yv, chunk_options());
+        unpack_codes(packed, bits, c.elements, is_signed_sub_byte(y.type),
                      y.items + static_cast<uint64_t>(r0) * plan.row_elems);
-      }
+      });
     }
   }
   return {std::move(y.array), y.type};
@@ -1003,37 +1065,38 @@ Result dequantize_linear_with(const qdq::DequantizeLinearAttributes& attrs, cons
       Output y(spec, out, false);
       {
         const GilRelease gil(x8->size_bytes >= kReleaseGilElements);
-        qdq::dequantize_linear(attrs, *x8, si.view, z8 ? &*z8 : nullptr, y.view, execution_options());
+        qdq::dequantize_linear(attrs, *x8, si.view, z8 ? &*z8 : nullptr, y.view);
       }
       return {std::move(y.array), y.type};
     }
     xi.pack_whole();
   }
-  // In chunks: each chunk is first read in place as int8/uint8 (with the zero point in that form
-  // too) and then checked, while its items are in cache, to hold only 8-bit values; a chunk that
-  // does not (ml_dtypes' own layout, or a bad item, found there) is packed into the chunk buffer and
-  // computed again over the rows it wrote, and the chunks after it are packed straight away. Checked
-  // after the kernel, not before: a check before it would read each chunk from memory on the calling
-  // thread alone, while the kernel's threads read it in parallel.
+  // In chunks, one task each: each chunk is first read in place as int8/uint8 (with the zero point
+  // in that form too) and then checked, while its items are in cache, to hold only 8-bit values; a
+  // chunk that does not (ml_dtypes' own layout, or a bad item, found there) is packed into scratch
+  // and computed again over the rows it wrote, and the chunks started after that are packed straight
+  // away. Checked after the kernel, not before: a check before it would read each chunk from memory
+  // once more.
   std::optional<qdq::TensorView> z8;
-  bool chunks_as_bytes =
+  const bool bytes_possible =
       plan.step != 0 && xi.may_be_byte_integers() && (!zi || (z8 = zi->as_byte_integers()).has_value());
   if (zi) zi->pack_whole();
   Output y(spec, out, false);
-  bool bad_item = false;
+  std::atomic<bool> chunks_as_bytes{bytes_possible};
+  std::atomic<bool> bad_item{false};
   {
     const GilRelease gil(qdq::element_count(xi.shape) >= kReleaseGilElements);
     if (plan.step == 0) {
       y.prepare_whole();
-      qdq::dequantize_linear(attrs, xi.view, si.view, zv, y.view, execution_options());
+      qdq::dequantize_linear(attrs, xi.view, si.view, zv, y.view);
       y.finish();
     } else {
       const DataType xt = xi.view.type;
       const int bits = qdq::bit_width(xt);
-      Buffer chunk(qdq::storage_bytes(xt, static_cast<uint64_t>(plan.step) * plan.row_elems) + 1);
+      const size_t scratch_bytes = qdq::storage_bytes(xt, static_cast<uint64_t>(plan.step) * plan.row_elems) + 1;
       const bool signed_type = is_signed_sub_byte(xt);
-      for (int64_t r0 = 0; r0 < plan.rows && !bad_item; r0 += plan.step) {
-        const int64_t r1 = std::min(plan.rows, r0 + plan.step);
+      for_each_chunk(plan, [&](int64_t r0, int64_t r1) {
+        if (bad_item.load(std::memory_order_relaxed)) return;  // the call fails: skip the rest
         const uint64_t n = static_cast<uint64_t>(r1 - r0) * plan.row_elems;
         const uint8_t* chunk_items = xi.items + static_cast<uint64_t>(r0) * plan.row_elems;
         const RowSlice ys(y.type, y.view.shape, y.view.data, r0, r1, plan.row_elems);
@@ -1041,21 +1104,22 @@ Result dequantize_linear_with(const qdq::DequantizeLinearAttributes& attrs, cons
         std::optional<RowSlice> ss, zs;
         const qdq::TensorView sv = scale_slice(plan, si.view, r0, r1, ss);
         qdq::TensorView zslice;
-        if (chunks_as_bytes) {
+        if (chunks_as_bytes.load(std::memory_order_relaxed)) {
           if (zv) zslice = scale_slice(plan, *z8, r0, r1, zs);
           const qdq::TensorView xv{signed_type ? DataType::kInt8 : DataType::kUint8, ys.shape, chunk_items, n};
-          qdq::dequantize_linear(attrs, xv, sv, zv ? &zslice : nullptr, yv, execution_options(spec.size_bytes));
-          if (items_are_values(chunk_items, n, bits, signed_type)) continue;
-          chunks_as_bytes = false;
+          qdq::dequantize_linear(attrs, xv, sv, zv ? &zslice : nullptr, yv, chunk_options(spec.size_bytes));
+          if (items_are_values(chunk_items, n, bits, signed_type)) return;
+          chunks_as_bytes.store(false, std::memory_order_relaxed);
         }
-        if (!check_and_pack(chunk_items, n, bits, xi.signed_items, xi.check_items, chunk.get())) {
-          bad_item = true;
-          break;
+        uint8_t* const packed = chunk_scratch(scratch_bytes);
+        if (!check_and_pack(chunk_items, n, bits, xi.signed_items, xi.check_items, packed)) {
+          bad_item.store(true, std::memory_order_relaxed);
+          return;
         }
         if (zv) zslice = scale_slice(plan, *zv, r0, r1, zs);
-        const qdq::TensorView xv{xt, ys.shape, chunk.get(), qdq::storage_bytes(xt, n)};
-        qdq::dequantize_linear(attrs, xv, sv, zv ? &zslice : nullptr, yv, execution_options(spec.size_bytes));
-      }
+        const qdq::TensorView xv{xt, ys.shape, packed, qdq::storage_bytes(xt, n)};
+        qdq::dequantize_linear(attrs, xv, sv, zv ? &zslice : nullptr, yv, chunk_options(spec.size_bytes));
+      });
     }
   }
   if (bad_item) xi.throw_bad_item();
@@ -1101,9 +1165,9 @@ double time_library_call(bool quantize, const py::object& x, int64_t x_type, con
       const auto t0 = std::chrono::steady_clock::now();
       for (int64_t i = 0; i < calls; ++i) {
         if (quantize) {
-          qdq::quantize_linear(qa, xi.view, si.view, zv, y.view, execution_options());
+          qdq::quantize_linear(qa, xi.view, si.view, zv, y.view);
         } else {
-          qdq::dequantize_linear(da, xi.view, si.view, zv, y.view, execution_options());
+          qdq::dequantize_linear(da, xi.view, si.view, zv, y.view);
         }
       }
       seconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() /
@@ -1125,7 +1189,7 @@ py::tuple dynamic_quantize_linear(const py::object& x, int64_t x_type, int64_t o
   {
     const GilRelease gil(spec.size_bytes >= kReleaseGilElements);
     y.prepare_whole();
-    params = qdq::dynamic_quantize_linear(xi.view, y.view, execution_options(), opset);
+    params = qdq::dynamic_quantize_linear(xi.view, y.view, qdq::ExecutionOptions{}, opset);
   }
   return py::make_tuple(y.array, params.y_scale, params.y_zero_point);
 }

@@ -152,8 +152,8 @@ def _code_array(values, dtype):
     return a
 
 
-# Large enough for the binding to split a call into chunks of rows (>= 2 x 256 Ki elements per
-# thread), with shapes whose chunks need scale and zero-point slices, partial blocks and rows of an
+# Large enough for the binding to split a call into chunks of rows (>= 2 x 256 Ki elements, each
+# chunk a task on the library's threads), with shapes whose chunks need scale and zero-point slices, partial blocks and rows of an
 # odd length; the packed path (never split) is the reference.
 CHUNKED = [
     (((1 << 20) + 6,), {}, ()),                                # 1-D, per tensor
@@ -191,15 +191,27 @@ def test_calls_split_into_chunks_give_the_whole_calls_result(threads, dtype, sha
         qdq.set_num_threads(old)
 
 
-def test_a_bad_item_in_a_later_chunk_is_named():
-    values = np.zeros(1 << 21, np.int8)
-    values[(1 << 20) + 3] = 9
-    bad = values.view(qdq.CodeArray)
-    bad.qdq_dtype = "int4"
-    with pytest.raises(ValueError, match=f"element {(1 << 20) + 3} is 9"):
-        qdq.dequantize_linear(bad, np.float32(1))
-    with pytest.raises(ValueError, match=f"element {(1 << 20) + 3} is 9"):
-        qdq.dequantize_linear(bad, np.float32(1), out=np.full(values.shape, 7, np.float32))
+@pytest.mark.parametrize("threads", [1, 2])
+def test_a_bad_item_in_a_later_chunk_is_named(threads):
+    # Two bad items in different chunks (tasks that may run in either order): the first is named.
+    old = qdq.get_num_threads()
+    qdq.set_num_threads(threads)
+    try:
+        values = np.zeros(1 << 21, np.int8)
+        values[(1 << 20) + 3] = 9
+        values[(1 << 21) - 2] = -100
+        bad = values.view(qdq.CodeArray)
+        bad.qdq_dtype = "int4"
+        with pytest.raises(ValueError, match=f"element {(1 << 20) + 3} is 9"):
+            qdq.dequantize_linear(bad, np.float32(1))
+        out = np.full(values.shape, 7, np.float32)
+        with pytest.raises(ValueError, match=f"element {(1 << 20) + 3} is 9"):
+            qdq.dequantize_linear(bad, np.float32(1), out=out)
+        assert (out == 7).all()  # nothing written into out= on error
+        with pytest.raises(ValueError, match=f"element {(1 << 20) + 3} is 9"):
+            qdq.pack(bad)
+    finally:
+        qdq.set_num_threads(old)
 
 
 # QuantizeLinear to a 2/4-bit integer type with the result one value per byte runs the int8/uint8

@@ -140,10 +140,11 @@ def test_the_library_call_can_be_timed_in_process():
 @pytest.mark.parametrize("shape,kw,scale_shape", [((1024, 1024), {"axis": 0, "block_size": 32}, (32, 1024)),
                                                   ((2048, 512), {"axis": 1, "block_size": 32}, (2048, 16)),
                                                   ((1 << 20,), {}, ())])
-def test_large_calls_read_chunks_in_place_or_packed_like_the_packed_tensor(dtype, shape, kw, scale_shape):
-    # Large enough to be split into chunks (python/src/module.cpp, ChunkPlan) at one thread.
+@pytest.mark.parametrize("threads", [1, 2])
+def test_large_calls_read_chunks_in_place_or_packed_like_the_packed_tensor(threads, dtype, shape, kw, scale_shape):
+    # Large enough to be split into chunks (python/src/module.cpp, ChunkPlan), run as tasks.
     old = qdq.get_num_threads()
-    qdq.set_num_threads(1)
+    qdq.set_num_threads(threads)
     try:
         lo, hi = INTEGER_SUB_BYTE[dtype]
         signed = lo < 0

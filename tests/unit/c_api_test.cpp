@@ -353,4 +353,22 @@ TEST(CApi, DefaultThreads) {
   qdq_set_default_num_threads(0);
 }
 
+void count_task(void* context, size_t task) { static_cast<std::atomic<int>*>(context)[task].fetch_add(1); }
+
+TEST(CApi, RunTasksRunsEachTaskOnceAndChecksItsArguments) {
+  std::atomic<int> runs[9] = {};
+  qdq_execution_options options;
+  qdq_execution_options_init(&options);
+  options.num_threads = 2;
+  ASSERT_EQ(qdq_run_tasks(9, &count_task, runs, &options), QDQ_OK) << last_error();
+  ASSERT_EQ(qdq_run_tasks(9, &count_task, runs, nullptr), QDQ_OK) << last_error();
+  for (const auto& r : runs) EXPECT_EQ(r.load(), 2);
+  EXPECT_EQ(qdq_run_tasks(0, nullptr, nullptr, nullptr), QDQ_OK);
+  EXPECT_EQ(qdq_run_tasks(3, nullptr, nullptr, nullptr), QDQ_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(last_error(), "qdq_run_tasks: task_function is NULL");
+  options.parallel_for = &no_tasks;
+  EXPECT_EQ(qdq_run_tasks(3, &count_task, runs, &options), QDQ_ERROR_INTERNAL);
+  EXPECT_NE(last_error().find("running 0 of 3 tasks"), std::string::npos) << last_error();
+}
+
 }  // namespace
