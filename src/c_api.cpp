@@ -406,7 +406,8 @@ qdq_status qdq_run_tasks(size_t tasks, qdq_task_function task_function, void* ta
   return guarded("qdq_run_tasks", [&] {
     if (tasks == 0) return;
     if (task_function == nullptr) invalid("task_function is NULL");
-    qdq::run_tasks(tasks, [&](size_t task) { task_function(task_context, task); }, execution_options(options));
+    qdq::run_tasks(
+        tasks, [&](size_t task) { task_function(task_context, task); }, execution_options(options));
   });
 }
 

@@ -205,16 +205,23 @@ class Dims {
 #define QDQ_PY_FLATTEN
 #endif
 
-// Whether any of `count` items is not a `Bits`-bit value (Signed) or code: an OR over all items
-// without early exit and with constant shifts, which compilers vectorise.
+// Whether any of `count` items is not a `Bits`-bit value (Signed) or code, without early exit. An
+// item is out of range when item + offset has a bit at or above `Bits`, so the OR of all of them
+// has one too: the loop is a load, an add and an OR per vector, into four vectors' worth of
+// independent accumulators (one would chain every OR on the last, a cycle each).
 template <int Bits, bool Signed>
 inline bool any_out_of_range(const uint8_t* items, uint64_t count) {
   constexpr uint8_t kOffset = Signed ? static_cast<uint8_t>(1u << (Bits - 1)) : 0;
-  uint8_t bad = 0;
-  for (uint64_t i = 0; i < count; ++i) {
-    bad |= static_cast<uint8_t>(static_cast<uint8_t>(items[i] + kOffset) >> Bits);
+  constexpr uint64_t kLanes = 128;
+  uint8_t lanes[kLanes] = {};
+  uint64_t i = 0;
+  for (; i + kLanes <= count; i += kLanes) {
+    for (uint64_t j = 0; j < kLanes; ++j) lanes[j] |= static_cast<uint8_t>(items[i + j] + kOffset);
   }
-  return bad != 0;
+  uint8_t all = 0;
+  for (; i < count; ++i) all |= static_cast<uint8_t>(items[i] + kOffset);
+  for (uint8_t lane : lanes) all |= lane;
+  return (all >> Bits) != 0;
 }
 
 // Packs `count` items (one code per byte) into ONNX's layout at `packed`, checking first, if `check`,
@@ -243,7 +250,8 @@ QDQ_PY_VECTOR_CLONES QDQ_PY_FLATTEN bool check_and_pack(const uint8_t* items, ui
 // integer tensor). An ml_dtypes int4 array fails where it keeps a negative value's code in the low
 // bits only (0x0F for -1); a qdq result or a CodeArray passes. Checked in chunks, so that such an
 // array (whose first chunk almost always holds a negative value) costs a chunk, not a pass.
-QDQ_PY_VECTOR_CLONES bool items_are_values(const uint8_t* items, uint64_t count, int bits, bool signed_values) {
+QDQ_PY_VECTOR_CLONES QDQ_PY_FLATTEN bool items_are_values(const uint8_t* items, uint64_t count, int bits,
+                                                          bool signed_values) {
   constexpr uint64_t kChunk = 4096;
   for (uint64_t start = 0; start < count; start += kChunk) {
     const uint64_t n = std::min(kChunk, count - start);

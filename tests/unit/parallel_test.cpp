@@ -10,9 +10,9 @@
 #include <cstdint>
 #include <cstring>
 #include <functional>
-#include <string>
 #include <memory>
 #include <stdexcept>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -87,7 +87,8 @@ TEST(RunTasks, EveryTaskRunsOnce) {
       auto runs = std::make_unique<std::atomic<int>[]>(tasks + 1);
       qdq::ExecutionOptions options;
       options.num_threads = threads;
-      qdq::run_tasks(tasks, [&](size_t task) { runs[task].fetch_add(1); }, options);
+      qdq::run_tasks(
+          tasks, [&](size_t task) { runs[task].fetch_add(1); }, options);
       size_t not_once = 0;
       for (size_t t = 0; t < tasks; ++t) not_once += runs[t].load() != 1;
       EXPECT_EQ(not_once, 0u) << tasks << " tasks, " << threads << " threads";
@@ -103,7 +104,8 @@ TEST(RunTasks, GoesThroughTheCallersParallelFor) {
     handed = tasks;
     for (size_t t = tasks; t-- > 0;) body(t);
   };
-  qdq::run_tasks(runs.size(), [&](size_t task) { ++runs[task]; }, options);
+  qdq::run_tasks(
+      runs.size(), [&](size_t task) { ++runs[task]; }, options);
   EXPECT_EQ(handed, runs.size());
   EXPECT_EQ(runs, std::vector<int>(5, 1));
 }
