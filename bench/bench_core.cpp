@@ -202,6 +202,8 @@ std::vector<CaseInfo> build_cases() {
   for (T y : {T::kFloat4E2M1, T::kFloat8E4M3FN}) add("quantize", T::kFloat, y, "blocked-last", 32, true);
   add("quantize", T::kFloat16, T::kUint8, "per-tensor", 0);
   add("quantize", T::kBFloat16, T::kInt8, "per-tensor", 0);
+  // DynamicQuantizeLinear: the range pass and the quantize pass, each reading x.
+  add("dynamic", T::kFloat, T::kUint8, "per-tensor", 0);
 
   for (T x : qdq::detail::kQuantizedTypes) add("dequantize", x, T::kFloat, "per-tensor", 0);
   for (T x : {T::kUint8, T::kInt8}) add("dequantize", x, T::kFloat, "per-axis", 0);
@@ -274,7 +276,7 @@ class Case final : public PreparedCase {
     elements_ = element_count(layout_.shape);
     std::mt19937 rng(42);
     const int64_t scale_count = layout_.scale_shape.empty() ? 1 : element_count(layout_.scale_shape);
-    const bool quantize = info.op == "quantize";
+    const bool quantize = info.op != "dequantize";
     const T float_type = quantize ? info.x : info.y;
     const T q_type = quantize ? info.y : info.x;
     std::uniform_real_distribution<float> scale_dist(0.01f, 0.02f);
@@ -320,7 +322,9 @@ class Case final : public PreparedCase {
     const TensorView zp{zp_type, layout_.scale_shape, zero_point_.data(), zero_point_.size()};
     const MutableTensorView y{info_.y, layout_.shape, y_.data(), y_.size()};
     const TensorView* zpp = zero_point_.empty() ? nullptr : &zp;
-    if (info_.op == "quantize") {
+    if (info_.op == "dynamic") {
+      dynamic_quantize_linear(x, y, options);
+    } else if (info_.op == "quantize") {
       QuantizeLinearAttributes a;
       a.axis = layout_.axis;
       if (info_.block_size > 0) a.block_size = info_.block_size;
@@ -575,7 +579,7 @@ std::vector<BenchResult> run_benchmarks(const BenchOptions& options,
     c->stream(false);
     c->stream(true);
     c->run(ExecutionOptions{});
-    const bool quantize = info.op == "quantize";
+    const bool quantize = info.op != "dequantize";
     const bool in_cache = c->bytes_in() + c->bytes_out() <= kInCacheBytes;
     if (!ceiling_buffers || static_cast<int64_t>(ceiling_buffers->floats.size()) < elements) {
       ceiling_buffers.reset();

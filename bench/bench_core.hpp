@@ -30,7 +30,7 @@ struct BenchOptions {
 
 struct BenchResult {
   std::string name;  // e.g. "quantize/float32->uint8/per-tensor"
-  std::string op;    // "quantize" or "dequantize"
+  std::string op;    // "quantize", "dequantize" or "dynamic" (DynamicQuantizeLinear)
   std::string x;     // ONNX type names
   std::string y;
   std::string granularity;  // "per-tensor", "per-axis", "blocked-last", "blocked-axis0"

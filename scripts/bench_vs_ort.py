@@ -138,6 +138,7 @@ ORT_NODES = [
     ("dequantize/uint8->float32/per-tensor", "DequantizeLinear", TP.UINT8, "per-tensor"),
     ("dequantize/int8->float32/per-axis", "DequantizeLinear", TP.INT8, "per-axis"),
     ("dequantize/int4->float32/blocked-last-32", "DequantizeLinear", TP.INT4, "blocked-last"),
+    ("dynamic/float32->uint8/per-tensor", "DynamicQuantizeLinear", TP.UINT8, "per-tensor"),
 ]
 
 
@@ -149,13 +150,15 @@ def ort_nodes_session(case, op, qtype, layout, n, copies, threads):
     scale = rng.uniform(0.01, 0.02, scale_shape).astype(np.float32)
     inits = [numpy_helper.from_array(scale, "s")]
     names = ["x", "s"]
-    if qtype in (TP.UINT8, TP.INT8):
+    if op == "DynamicQuantizeLinear":  # x alone; the scale and zero point are outputs
+        inits, names = [], ["x"]
+    elif qtype in (TP.UINT8, TP.INT8):
         zp = np.full(scale_shape, 3, np.uint8 if qtype == TP.UINT8 else np.int8)
         inits.append(numpy_helper.from_array(zp, "z"))
         names.append("z")
     elif op == "QuantizeLinear":
         attrs = dict(attrs, output_dtype=qtype)
-    if op == "QuantizeLinear":
+    if op in ("QuantizeLinear", "DynamicQuantizeLinear"):
         x = rng.uniform(-2, 2, shape).astype(np.float32)
         x_type, y_type = TP.FLOAT, qtype
     else:
@@ -164,8 +167,10 @@ def ort_nodes_session(case, op, qtype, layout, n, copies, threads):
             x = None
         else:
             x = rng.integers(0, 256, shape, dtype=np.uint8).view(np.uint8 if qtype == TP.UINT8 else np.int8)
-    nodes = [helper.make_node(op, names, [f"y{k}"], **attrs) for k in range(copies)]
+    extra = [("scale", TP.FLOAT), ("zero_point", TP.UINT8)] if op == "DynamicQuantizeLinear" else []
+    nodes = [helper.make_node(op, names, [f"y{k}"] + [f"{e}{k}" for e, _ in extra], **attrs) for k in range(copies)]
     outputs = [helper.make_tensor_value_info(f"y{k}", y_type, shape) for k in range(copies)]
+    outputs += [helper.make_tensor_value_info(f"{e}{k}", t, []) for k in range(copies) for e, t in extra]
     graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", x_type, shape)], outputs, initializer=inits)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)], ir_version=10)
     so = ort.SessionOptions()

@@ -54,31 +54,6 @@ void dequantize_linear(const DequantizeLinearAttributes& attributes, const Tenso
       detail::bytes_moved(call.x_type, call.y_type, call.plan.elements), reinterpret_cast<const void*>(kernel));
 }
 
-namespace {
-
-/// NaN-propagating min and max of a float32 range, as NumPy's min/max compute them.
-struct Range {
-  float lo;
-  float hi;
-  bool nan;
-};
-
-Range range_of(const float* x, int64_t begin, int64_t end) {
-  Range r{0.0f, 0.0f, false};  // the range always contains 0
-  for (int64_t i = begin; i < end; ++i) {
-    const float v = x[i];
-    if (std::isnan(v)) {
-      r.nan = true;
-    } else {
-      r.lo = std::min(r.lo, v);
-      r.hi = std::max(r.hi, v);
-    }
-  }
-  return r;
-}
-
-}  // namespace
-
 DynamicQuantizationParameters dynamic_quantize_linear(const TensorView& x, const MutableTensorView& y,
                                                       const ExecutionOptions& options, int64_t opset) {
   const std::string op = "DynamicQuantizeLinear-11";
@@ -112,15 +87,16 @@ DynamicQuantizationParameters dynamic_quantize_linear(const TensorView& x, const
   const auto elements = static_cast<int64_t>(count);
   // Pass 1: the range, one partial result per fixed task, combined in task order.
   const int64_t tasks = (elements + detail::kTaskGrain - 1) / detail::kTaskGrain;
-  std::vector<Range> partial(static_cast<size_t>(tasks));
+  std::vector<detail::FloatRange> partial(static_cast<size_t>(tasks));
+  const detail::RangeKernel range = detail::select_range_kernel(detail::resolve_force_scalar(options));
   detail::parallel_ranges(
       elements, options,
       [&](int64_t begin, int64_t end) {
-        partial[static_cast<size_t>(begin / detail::kTaskGrain)] = range_of(data, begin, end);
+        partial[static_cast<size_t>(begin / detail::kTaskGrain)] = range(data, begin, end);
       },
-      count * 4);
-  Range all{0.0f, 0.0f, false};
-  for (const Range& r : partial) {
+      count * 4, reinterpret_cast<const void*>(range));
+  detail::FloatRange all;
+  for (const detail::FloatRange& r : partial) {
     all.nan = all.nan || r.nan;
     all.lo = std::min(all.lo, r.lo);
     all.hi = std::max(all.hi, r.hi);

@@ -51,6 +51,17 @@ DequantizeKernel select_dequantize_kernel(const DequantizeCall& call, bool force
   return &dequantize_scalar;
 }
 
+RangeKernel select_range_kernel(bool force_scalar) {
+#if defined(QDQ_HAVE_SIMD)
+  if (runs_vectorised(force_scalar)) {
+    if (const RangeKernel kernel = simd::range_kernel_for_target(simd::best_target())) return kernel;
+  }
+#else
+  (void)force_scalar;
+#endif
+  return &range_scalar;
+}
+
 #if !defined(QDQ_HAVE_SIMD)
 // Built without the SIMD kernels (QDQ_SIMD=OFF): no targets, so callers and tests fall back.
 namespace simd {
@@ -61,6 +72,7 @@ const std::vector<Target>& available_targets() {
 int64_t best_target() { return 0; }
 QuantizeKernel quantize_kernel_for_target(int64_t, const QuantizeCall&, StoreMode) { return nullptr; }
 DequantizeKernel dequantize_kernel_for_target(int64_t, const DequantizeCall&, StoreMode) { return nullptr; }
+RangeKernel range_kernel_for_target(int64_t) { return nullptr; }
 void fill_lines(int64_t, uint8_t* dst, size_t bytes, StoreMode) { std::memset(dst, 0x5A, bytes); }
 std::vector<Target> compiled_targets() { return {}; }
 void set_target(int64_t) {}

@@ -22,6 +22,22 @@ using DequantizeKernel = void (*)(const DequantizeCall& call, void* y, int64_t b
 void quantize_scalar(const QuantizeCall& call, void* y, int64_t begin, int64_t end);
 void dequantize_scalar(const DequantizeCall& call, void* y, int64_t begin, int64_t end);
 
+/// DynamicQuantizeLinear's range of float32 values: min and max of the non-NaN values with 0 included
+/// (std::min/std::max from 0, so -0 never replaces +0), and whether any value is NaN.
+struct FloatRange {
+  float lo = 0.0f;
+  float hi = 0.0f;
+  bool nan = false;
+};
+
+using RangeKernel = FloatRange (*)(const float* x, int64_t begin, int64_t end);
+
+/// The scalar reference of the range, the oracle for the vectorised one.
+FloatRange range_scalar(const float* x, int64_t begin, int64_t end);
+
+/// The vectorised range kernel for this CPU, or range_scalar (forced, or no SIMD target).
+RangeKernel select_range_kernel(bool force_scalar);
+
 /// The fastest kernel for this call on this CPU, chosen once per call; the scalar kernel where no
 /// vectorised one covers the combination, or when `force_scalar` is set. The vectorised kernel's
 /// StoreMode comes from choose_store_mode (store_policy.hpp) for `store_bytes`: the call's output

@@ -133,4 +133,18 @@ void quantize_scalar(const QuantizeCall& call, void* y, int64_t begin, int64_t e
   });
 }
 
+FloatRange range_scalar(const float* x, int64_t begin, int64_t end) {
+  FloatRange r;
+  for (int64_t i = begin; i < end; ++i) {
+    const float v = x[i];
+    if (std::isnan(v)) {
+      r.nan = true;
+    } else {
+      r.lo = std::min(r.lo, v);
+      r.hi = std::max(r.hi, v);
+    }
+  }
+  return r;
+}
+
 }  // namespace qdq::detail

@@ -1237,4 +1237,49 @@ TEST(SimdTargetsTest, ForceScalarSelectsTheReference) {
 }
 
 }  // namespace
+// DynamicQuantizeLinear's range pass: every length up to a few vectors past the unrolled loop, at
+// every offset into a task, with NaN, ±inf, -0, subnormals and extremes placed anywhere.
+TEST_P(SimdKernelsTest, DynamicRangeMatchesScalar) {
+  const RangeKernel range = simd::range_kernel_for_target(target_.bit);
+  ASSERT_NE(range, nullptr) << target_.name;
+  const float inf = std::numeric_limits<float>::infinity();
+  const float specials[] = {std::numeric_limits<float>::quiet_NaN(),
+                            inf,
+                            -inf,
+                            -0.0f,
+                            0.0f,
+                            std::numeric_limits<float>::denorm_min(),
+                            -std::numeric_limits<float>::denorm_min(),
+                            std::numeric_limits<float>::max(),
+                            -std::numeric_limits<float>::max(),
+                            1e-30f,
+                            -1e-30f};
+  std::mt19937 rng(31);
+  std::uniform_real_distribution<float> uniform(-3.0f, 5.0f);
+  std::uniform_int_distribution<int> pick(0, 15);
+  for (int trial = 0; trial < 40; ++trial) {
+    std::vector<float> x(300);
+    for (float& v : x) {
+      const int k = pick(rng);
+      // Mostly ordinary values; some trials all negative or all positive (the range then ends at 0).
+      v = k < 11 && trial % 4 == 0 ? specials[k] : uniform(rng);
+      if (trial % 4 == 1) v = -std::fabs(v) - 1.0f;
+      if (trial % 4 == 2) v = std::fabs(v) + 1.0f;
+    }
+    for (int64_t begin : {0, 1, 3, 7}) {
+      for (int64_t end = begin; end <= static_cast<int64_t>(x.size()); end += end < begin + 80 ? 1 : 37) {
+        const FloatRange want = range_scalar(x.data(), begin, end);
+        const FloatRange got = range(x.data(), begin, end);
+        ASSERT_EQ(got.nan, want.nan) << target_.name << " trial " << trial << " [" << begin << ", " << end << ")";
+        ASSERT_EQ(std::bit_cast<uint32_t>(got.lo), std::bit_cast<uint32_t>(want.lo))
+            << target_.name << " trial " << trial << " [" << begin << ", " << end << ")";
+        ASSERT_EQ(std::bit_cast<uint32_t>(got.hi), std::bit_cast<uint32_t>(want.hi))
+            << target_.name << " trial " << trial << " [" << begin << ", " << end << ")";
+        ++compared_;
+      }
+    }
+  }
+  expect_compared(10000);
+}
+
 }  // namespace qdq::detail

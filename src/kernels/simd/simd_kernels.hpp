@@ -36,6 +36,9 @@ QuantizeKernel quantize_kernel_for_target(int64_t target, const QuantizeCall& ca
 DequantizeKernel dequantize_kernel_for_target(int64_t target, const DequantizeCall& call,
                                               StoreMode stores = StoreMode::kNormal);
 
+/// `target`'s DynamicQuantizeLinear range kernel (range_scalar's results), or nullptr where it has none.
+RangeKernel range_kernel_for_target(int64_t target);
+
 /// Writes a fixed byte to [dst, dst + bytes) (dst aligned to 64, bytes a multiple of 64) with whole
 /// vectors of `target`'s width and `stores` (kStream: then one store fence): the loop that
 /// store_policy.cpp times. No allocation; thread-safe.
