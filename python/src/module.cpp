@@ -790,7 +790,6 @@ struct ChunkPlan {
     const auto rank = static_cast<int64_t>(x.shape.size());
     const uint64_t count = qdq::element_count(x.shape);
     if (rank == 0 || x.shape[0] < 2 || count < 2 * kChunkElems) return;
-    const uint64_t target = kChunkElems;
     rows = x.shape[0];
     row_elems = count / static_cast<uint64_t>(rows);
     int64_t axis = axis_attribute.value_or(1);
@@ -819,7 +818,7 @@ struct ChunkPlan {
       return static_cast<uint64_t>(k) * row_elems * static_cast<uint64_t>(sub_byte_bits) % 8 == 0 &&
              zp_rows * scale_row_elems * zp_bits % 8 == 0;
     };
-    int64_t k = std::max<int64_t>(1, static_cast<int64_t>(target / row_elems));
+    int64_t k = std::max<int64_t>(1, static_cast<int64_t>(kChunkElems / row_elems));
     k = (k + block - 1) / block * block;
     for (int i = 0; i < 8 && !aligned(k); ++i) k += block;
     if (!aligned(k) || k >= rows) return;
@@ -909,7 +908,8 @@ uint8_t* chunk_scratch(size_t bytes) {
   thread_local std::unique_ptr<uint8_t[]> data;
   thread_local size_t size = 0;
   if (size < bytes) {
-    data.reset();
+    data.reset();  // the old block first, and a size of 0 should the new one fail to allocate
+    size = 0;
     data.reset(new uint8_t[bytes]);
     size = bytes;
   }
