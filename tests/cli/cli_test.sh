@@ -273,6 +273,15 @@ case_bench_mx() {
   expect_stdout_contains '"routes": "exact reciprocal"'
 }
 
+case_bench_dynamic() {
+  # DynamicQuantizeLinear's case runs (both passes of the operator) and reports its figures.
+  run_qdq bench --size 65536 --repeats 1 --filter dynamic --json
+  expect_rc 0
+  expect_stdout_contains '"case": "dynamic/float32->uint8/per-tensor"'
+  expect_stdout_contains '"op": "dynamic"'
+  [[ "$out" =~ \"gelem_per_s\":\ [0-9]+\.[0-9]+ ]] && [[ ! "$out" =~ \"gelem_per_s\":\ 0\.0+[,}] ]] || fail "no speed: $out"
+}
+
 case_bench_target() {
   # --target: the kernels and references run on the named target, reported in the JSON; one the
   # build lacks is refused with one clear line and nothing on stdout.
