@@ -382,6 +382,8 @@ void SimdKernelsTest::check_dequantize(T x_type, T scale_type, T y_type, const S
                                   std::bit_cast<float>(0x7FA12345u),
                                   std::bit_cast<float>(0xFFC0A000u)};
   for (size_t k = 1; k < scales.size() && k <= 9; ++k) scales[k] = special_scales[k - 1];
+  // And in the last blocks, which a large call's kernels reach in a later piece than the first.
+  for (size_t k = 1; scales.size() > 64 && k <= 9; ++k) scales[scales.size() - k] = special_scales[k - 1];
   if (is_float8(x_type)) {
     // NaN × NaN keeps one of the two payloads, and which one the scalar kernel keeps depends on how
     // the compiler ordered its multiply operands: not a defined result, so not compared.
@@ -699,9 +701,13 @@ TEST_P(SimdKernelsTest, BlockedLastLargeCallsInBothStoreModes) {
     for (const T x : {T::kInt4, T::kUint8, T::kFloat8E4M3FN}) {
       check_dequantize(x, T::kFloat, T::kFloat, shape, 1, block, !is_float8(x), rng, true);
     }
+    // FLOAT4E2M1 blocks take the table, or the unpacked loop where a scale is not finite or a zero
+    // point not +0 (in the first and the last piece).
+    check_dequantize(T::kFloat4E2M1, T::kFloat, T::kFloat, shape, 1, block, false, rng, true);
+    check_dequantize(T::kFloat4E2M1, T::kFloat, T::kFloat, shape, 1, block, true, rng, true);
     check_dequantize(T::kInt4, T::kFloat, T::kFloat16, shape, 1, block, true, rng, true);
   }
-  expect_compared(96);
+  expect_compared(112);
 }
 
 /// Every float32 bit pattern whose top 16 bits are given, and more: exhaustive over the sign,

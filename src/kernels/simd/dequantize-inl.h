@@ -454,7 +454,9 @@ template <T X, T Y>
 HWY_NOINLINE void DequantizeFloat4Blocks(const DequantizeCall& c, void* y, int64_t begin, int64_t end, bool stream) {
   static_assert(X == T::kFloat4E2M1 && HWY_LANES(float) == 8);
   const int64_t block = c.plan.block;
-  const int64_t span = block <= kChunk ? kChunk / block * block : kChunk;
+  // Without the stage, pieces of as many blocks as the parameter arrays hold: a piece's fixed cost
+  // is a tenth of 32 MX blocks' table work.
+  const int64_t span = block > kChunk ? kChunk : stream ? kChunk / block * block : kChunk * block;
   HWY_ALIGN uint8_t codes[kChunk];
   HWY_ALIGN ExpandedParams params;
   HWY_ALIGN uint8_t stage[kChunk * kOutputBytesPer<Y>];  // streaming: a piece's bytes of y
@@ -680,8 +682,10 @@ HWY_NOINLINE void DequantizeVectorBlocks(const DequantizeCall& c, void* y, int64
   params.shift = shift;
   int vector_shift = 0;  // log2 of the lanes of a vector
   while ((int64_t{1} << vector_shift) < static_cast<int64_t>(hn::Lanes(DF()))) ++vector_shift;
-  for (int64_t piece = begin; piece < end; piece += kChunk) {
-    const int64_t count = std::min(kChunk, end - piece);
+  // Without the stage or unpacking, pieces of as many blocks as the parameter arrays hold.
+  const int64_t span = stream || kBits < 8 ? kChunk : VectorBlockParams::kBlocks << shift;
+  for (int64_t piece = begin; piece < end; piece += span) {
+    const int64_t count = std::min(span, end - piece);
     LoadDequantizeParams<X, Y>(c, piece >> shift, count >> shift, params.scale, params.zero_point,
                                params.float_zero_point);
     const void* src = c.x;

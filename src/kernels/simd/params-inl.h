@@ -175,7 +175,8 @@ inline WholeBlocks WholeBlocksOf(int64_t begin, int64_t end, int64_t block, int6
 /// block k >> shift: each vector lies in one block and broadcasts that block's entry into a register,
 /// with no per-element parameters. The arrays hold the blocks of one piece of at most kChunk elements.
 struct VectorBlockParams {
-  static constexpr int64_t kSize = kChunk / 4 + HWY_MAX_BYTES / 4;  // blocks of >= 4 elements, a vector of room
+  static constexpr int64_t kBlocks = kChunk / 4;                 // a chunk's blocks of >= 4 elements
+  static constexpr int64_t kSize = kBlocks + HWY_MAX_BYTES / 4;  // and a vector of room
   HWY_ALIGN float scale[kSize];
   HWY_ALIGN int32_t zero_point[kSize];      // integer types
   HWY_ALIGN float float_zero_point[kSize];  // FLOAT4E2M1
