@@ -446,7 +446,7 @@ HWY_NOINLINE int64_t DequantizeFloat4BySignedTable(const DequantizeCall& c, void
 
 /// Elements [begin, end) of a UniformBlocks plan of FLOAT4E2M1 whose blocks are whole vectors, begin
 /// and end multiples of the block (the MXFP4 layout: blocks of 32 along the last axis, FLOAT8E8M0
-/// scales): pieces of at most kChunk elements load their blocks' parameters once, then each block (or
+/// scales): pieces of whole blocks (up to kChunk of them) load their blocks' parameters once, then each block (or
 /// its part in the piece) takes the table or, where it does not apply, the unpacked loop with its
 /// scale in a register; blocks of 32 that all take it run one straight loop. `stream`: as
 /// DequantizeUniformBlocks.
@@ -621,17 +621,18 @@ HWY_NOINLINE void DequantizeGeneral(const DequantizeCall& c, void* y, int64_t be
 }
 
 /// Elements [begin, end) of a UniformBlocks plan, begin and end multiples of the block size: block
-/// k uses parameter k. Pieces of whole blocks (or of one block, for blocks longer than a chunk)
-/// load their parameters a vector at a time, then each block runs with its scale in a register.
-/// `stream`: y's whole lines with non-temporal stores. Out of line, as DequantizeGeneral is, so that
-/// the kernel's frame holds neither path's buffers while the other runs.
+/// k uses parameter k. Pieces of whole blocks (up to kChunk of them; kChunk elements when streaming or unpacking; a
+/// part of one block, for blocks longer than a chunk) load their parameters a vector at a time, then each block runs
+/// with its scale in a register. `stream`: y's whole lines with non-temporal stores. Out of line, as DequantizeGeneral
+/// is, so that the kernel's frame holds neither path's buffers while the other runs.
 template <T X, T Y>
 HWY_NOINLINE void DequantizeUniformBlocks(const DequantizeCall& c, void* y, int64_t begin, int64_t end, bool stream) {
   constexpr int kBits = InBits(X);
   const DF df;
   const DI di;
   const int64_t block = c.plan.block;
-  const int64_t span = block <= kChunk ? kChunk / block * block : kChunk;
+  // Without the stage or unpacking, pieces of as many blocks as the parameter arrays hold.
+  const int64_t span = block > kChunk ? kChunk : stream || kBits < 8 ? kChunk / block * block : kChunk * block;
   HWY_ALIGN uint8_t codes[kBits < 8 ? kChunk : 1];
   HWY_ALIGN ExpandedParams params;
   HWY_ALIGN uint8_t stage[kChunk * kOutputBytesPer<Y>];  // streaming: a piece's bytes of y (span <= kChunk)
@@ -668,10 +669,10 @@ HWY_NOINLINE void DequantizeUniformBlocks(const DequantizeCall& c, void* y, int6
 }
 
 /// Elements [begin, end) of a plan with VectorBlockShift `shift` (blocks of one to eight vectors),
-/// begin and end multiples of the block size: pieces of at most kChunk elements load their blocks'
-/// parameters once, then one flat loop runs four vectors at a time, each vector with its block's
-/// broadcast scale and zero point. `stream`: y's whole lines with non-temporal stores, each piece
-/// through the stage. Out of line: its parameter arrays and stage stay off the general path's frame.
+/// begin and end multiples of the block size: pieces of whole blocks (up to VectorBlockParams::kBlocks of them; kChunk
+/// elements when streaming or unpacking) load their blocks' parameters once, then one flat loop runs four vectors at a
+/// time, each vector with its block's broadcast scale and zero point. `stream`: y's whole lines with non-temporal
+/// stores, each piece through the stage. Out of line: its parameter arrays and stage stay off the general path's frame.
 template <T X, T Y>
 HWY_NOINLINE void DequantizeVectorBlocks(const DequantizeCall& c, void* y, int64_t begin, int64_t end, int shift,
                                          bool stream) {

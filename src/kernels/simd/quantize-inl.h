@@ -647,10 +647,10 @@ HWY_INLINE bool ExactReciprocalsInPlace(float* scale, int64_t count) {
 
 /// Elements [begin, end) of a plan with VectorBlockShift `shift` (blocks of one to eight vectors),
 /// begin and end multiples of the block size and, for 2/4-bit y, end − begin a multiple of four
-/// vectors: pieces of at most kChunk elements load their blocks' parameters once, then one flat loop
-/// divides four vectors at a time, each vector with its block's broadcast scale, and packs 2/4-bit
-/// codes in registers. `stream`: y's whole lines with non-temporal stores, each piece through the
-/// stage. Out of line, and without the general path inside: a call's stack stays within qdq.hpp's
+/// vectors: pieces of whole blocks (up to VectorBlockParams::kBlocks of them; kChunk elements when streaming) load
+/// their blocks' parameters once, then one flat loop divides four vectors at a time, each vector with its block's
+/// broadcast scale, and packs 2/4-bit codes in registers. `stream`: y's whole lines with non-temporal stores, each
+/// piece through the stage. Out of line, and without the general path inside: a call's stack stays within qdq.hpp's
 /// bound (its parameter arrays, 3 KiB, and stage, at most 2 KiB, come on top of the kernel's frame).
 template <T X, T P, T Y>
 HWY_NOINLINE void QuantizeVectorBlocks(const QuantizeCall& c, void* y, int64_t begin, int64_t end, int shift,
