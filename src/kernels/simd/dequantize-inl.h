@@ -355,8 +355,9 @@ HWY_INLINE uint8_t* OutputAt(void* y, int64_t at) {
 // FLOAT4E2M1 by a table of signed products (AVX2). Where a run's scale is finite and its zero point
 // absent or +0, the product of each code is the product of the code's magnitude with the scale, its
 // sign flipped by the code's sign bit (round to nearest is symmetric; zeros and overflows to ±inf
-// included). So a register of the 8 magnitudes' products and one permute per vector, reading the
-// packed bytes, replace the unpacking to a buffer, the decode and the multiplication.
+// included). So a register of the 8 magnitudes' products (Float4Products) and one permute per
+// vector, reading the packed bytes, replace the unpacking to a buffer, the decode and the
+// multiplication.
 
 /// Whether a run with this scale (after ScaleForOutput, which changes only NaNs) and float zero point
 /// (0 without one) takes the table.
@@ -382,21 +383,27 @@ HWY_INLINE bool Float4TableAppliesToAll(const float* scale, const float* zero_po
 /// The 8 FLOAT4E2M1 magnitudes, lane k for code k.
 HWY_INLINE __m256 Float4Magnitudes() { return DecodeF<Float4E2M1Format>(hn::Iota(DU(), 0)).raw; }
 
-/// 8 packed FLOAT4E2M1 codes at p as the signed products of `products` (the magnitudes times a scale).
-HWY_INLINE VF Float4Lookup(const uint8_t* p, __m256 products) {
-  // Lane k of the 4 bytes broadcast to every lane: code k at bit 4k, its sign bit moved to bit 31.
-  const __m256i right = _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28);
-  const __m256i left = _mm256_setr_epi32(28, 24, 20, 16, 12, 8, 4, 0);
-  uint32_t bits;
-  std::memcpy(&bits, p, 4);
-  const __m256i word = _mm256_set1_epi32(static_cast<int32_t>(bits));
-  const __m256 magnitude = _mm256_permutevar8x32_ps(products, _mm256_srlv_epi32(word, right));  // low 3 bits
-  const __m256i sign =
-      _mm256_and_si256(_mm256_sllv_epi32(word, left), _mm256_set1_epi32(static_cast<int32_t>(0x80000000u)));
-  return VF{_mm256_xor_ps(magnitude, _mm256_castsi256_ps(sign))};
+/// The table Float4Lookup reads for a scale (broadcast): lane k holds the product of magnitude k with
+/// the scale, its bits XORed with k << 28, which the lookup's own XOR takes out again.
+HWY_INLINE __m256 Float4Products(__m256 magnitudes, __m256 scale) {
+  const __m256i keys = _mm256_setr_epi32(0, 1 << 28, 2 << 28, 3 << 28, 4 << 28, 5 << 28, 6 << 28, 7 << 28);
+  return _mm256_xor_ps(_mm256_mul_ps(magnitudes, scale), _mm256_castsi256_ps(keys));
 }
 
-/// 32 packed FLOAT4E2M1 codes at `packed` (16 bytes) as the signed products of `products`, stored at
+/// 8 packed FLOAT4E2M1 codes at p as the signed products of a Float4Products table.
+HWY_INLINE VF Float4Lookup(const uint8_t* p, __m256 products) {
+  // Lane k of the 4 bytes broadcast to every lane, shifted right by 4k: code k in the low 4 bits.
+  // The permute indexes by its low 3 bits, the magnitude; the code shifted to the top (sign at bit
+  // 31, magnitude at 28..30) is XORed in, which flips the sign and cancels the table's key.
+  const __m256i right = _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28);
+  uint32_t bits;
+  std::memcpy(&bits, p, 4);
+  const __m256i code = _mm256_srlv_epi32(_mm256_set1_epi32(static_cast<int32_t>(bits)), right);
+  const __m256 keyed = _mm256_permutevar8x32_ps(products, code);
+  return VF{_mm256_xor_ps(keyed, _mm256_castsi256_ps(_mm256_slli_epi32(code, 28)))};
+}
+
+/// 32 packed FLOAT4E2M1 codes at `packed` (16 bytes) as the signed products of a Float4Products table, stored at
 /// `out` as Y.
 template <T Y>
 HWY_INLINE void Float4ByTable32(const uint8_t* packed, __m256 products, uint8_t* out) {
@@ -412,7 +419,7 @@ HWY_INLINE void Float4ByTable32(const uint8_t* packed, __m256 products, uint8_t*
 }
 
 /// `count` packed FLOAT4E2M1 codes from `packed` (count a multiple of 8) as the signed products of
-/// `products` (the magnitudes times a scale), stored at `out` as Y.
+/// a Float4Products table, stored at `out` as Y.
 template <T Y>
 HWY_INLINE void Float4ByTable(const uint8_t* packed, int64_t count, __m256 products, uint8_t* out) {
   constexpr int64_t kBytesPer8 = 8 * kOutputBytesPer<Y>;
@@ -432,7 +439,7 @@ HWY_NOINLINE int64_t DequantizeFloat4BySignedTable(const DequantizeCall& c, void
   const float s = static_cast<float>(load_real(c.scale, c.scale_type, 0));
   const float zp = c.zero_point != nullptr ? static_cast<float>(load_real(c.zero_point, X, 0)) : 0.0f;
   if (!Float4TableApplies(s, zp)) return begin;
-  const __m256 products = _mm256_mul_ps(Float4Magnitudes(), _mm256_set1_ps(s));
+  const __m256 products = Float4Products(Float4Magnitudes(), _mm256_set1_ps(s));
   HWY_ALIGN uint8_t stage[kChunk * kOutputBytesPer<Y>];  // streaming: a chunk's bytes of y
   const int64_t whole_end = begin + (end - begin) / 8 * 8;
   for (int64_t chunk = begin; chunk < whole_end; chunk += kChunk) {
@@ -474,7 +481,7 @@ HWY_NOINLINE void DequantizeFloat4Blocks(const DequantizeCall& c, void* y, int64
       const uint8_t* packed = x + piece / 2;
       uint8_t* o = out;
       for (int64_t k = 0; k < blocks; ++k, packed += 16, o += 32 * kOutputBytesPer<Y>) {
-        Float4ByTable32<Y>(packed, _mm256_mul_ps(magnitudes, _mm256_broadcast_ss(params.scale + k)), o);
+        Float4ByTable32<Y>(packed, Float4Products(magnitudes, _mm256_broadcast_ss(params.scale + k)), o);
       }
     } else {
       for (int64_t k = 0; k < blocks; ++k) {
@@ -483,7 +490,7 @@ HWY_NOINLINE void DequantizeFloat4Blocks(const DequantizeCall& c, void* y, int64
         const float scale = params.scale[k];
         const float zero_point = params.float_zero_point[k];
         if (Float4TableApplies(scale, zero_point)) {
-          Float4ByTable<Y>(x + from / 2, to - from, _mm256_mul_ps(magnitudes, _mm256_set1_ps(scale)),
+          Float4ByTable<Y>(x + from / 2, to - from, Float4Products(magnitudes, _mm256_set1_ps(scale)),
                            OutputAt<Y>(out, from - piece));
         } else {
           UnpackWholeBytes<4, false>(x + from / 2, (to - from) / 2, codes);
