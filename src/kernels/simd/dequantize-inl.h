@@ -461,9 +461,7 @@ template <T X, T Y>
 HWY_NOINLINE void DequantizeFloat4Blocks(const DequantizeCall& c, void* y, int64_t begin, int64_t end, bool stream) {
   static_assert(X == T::kFloat4E2M1 && HWY_LANES(float) == 8);
   const int64_t block = c.plan.block;
-  // Without the stage, pieces of as many blocks as the parameter arrays hold: a piece's fixed cost
-  // is a tenth of 32 MX blocks' table work.
-  const int64_t span = block > kChunk ? kChunk : stream ? kChunk / block * block : kChunk * block;
+  const int64_t span = BlockPieceSpan(block, stream);
   HWY_ALIGN uint8_t codes[kChunk];
   HWY_ALIGN ExpandedParams params;
   HWY_ALIGN uint8_t stage[kChunk * kOutputBytesPer<Y>];  // streaming: a piece's bytes of y
@@ -638,8 +636,7 @@ HWY_NOINLINE void DequantizeUniformBlocks(const DequantizeCall& c, void* y, int6
   const DF df;
   const DI di;
   const int64_t block = c.plan.block;
-  // Without the stage or unpacking, pieces of as many blocks as the parameter arrays hold.
-  const int64_t span = block > kChunk ? kChunk : stream || kBits < 8 ? kChunk / block * block : kChunk * block;
+  const int64_t span = BlockPieceSpan(block, stream || kBits < 8);
   HWY_ALIGN uint8_t codes[kBits < 8 ? kChunk : 1];
   HWY_ALIGN ExpandedParams params;
   HWY_ALIGN uint8_t stage[kChunk * kOutputBytesPer<Y>];  // streaming: a piece's bytes of y (span <= kChunk)

@@ -171,6 +171,16 @@ inline WholeBlocks WholeBlocksOf(int64_t begin, int64_t end, int64_t block, int6
   return {lo, lo + std::max<int64_t>(0, end / block * block - lo) / granule * granule};
 }
 
+/// Elements per piece of a path that fills parameter arrays of kChunk blocks of `block` elements per
+/// piece: as many whole blocks as the arrays hold, or, where a stage or a code buffer of kChunk
+/// elements bounds the piece (`bounded`), as many as fit in kChunk; part of a block longer than that.
+/// A piece's fixed cost (the parameter passes and the calls around them) is then paid once per many
+/// blocks where nothing bounds it: it was a tenth of an MXFP4 piece of 32 blocks.
+inline int64_t BlockPieceSpan(int64_t block, bool bounded) {
+  if (block > kChunk) return kChunk;
+  return bounded ? kChunk / block * block : kChunk * block;
+}
+
 /// One parameter per block of 2^shift elements (VectorBlockShift: whole vectors), run element k in
 /// block k >> shift: each vector lies in one block and broadcasts that block's entry into a register,
 /// with no per-element parameters. The arrays hold the blocks of one piece of at most kChunk elements.
