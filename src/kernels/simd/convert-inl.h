@@ -24,6 +24,21 @@ namespace HWY_NAMESPACE {
 // ---------------------------------------------------------------------------------------------
 // Minifloat conversions. F is one of the MiniFloat formats of types/float_formats.hpp.
 
+/// Each lane rounded to an int32 in the current rounding mode (nearest even unless the caller
+/// changed it, as for the division itself), for lanes known to lie within ±2^31: the bare
+/// conversion instruction, without the out-of-range fix-up of Highway's NearestInt.
+HWY_INLINE VI NearestIntInRange(VF v) {
+#if HWY_TARGET == HWY_AVX3
+  return VI{_mm512_cvtps_epi32(v.raw)};
+#elif HWY_TARGET == HWY_AVX2
+  return VI{_mm256_cvtps_epi32(v.raw)};
+#elif HWY_TARGET == HWY_SSE4
+  return VI{_mm_cvtps_epi32(v.raw)};
+#else
+  return hn::NearestInt(v);
+#endif
+}
+
 /// min(limit, v) for a non-NaN limit, a NaN v passed through.
 HWY_INLINE VF MinKeepingNaN(VF limit, VF v) {
 #if HWY_TARGET == HWY_AVX3
@@ -50,9 +65,28 @@ HWY_INLINE VF ClampNaNToLimit(VF v, VF limit) {
 #endif
 }
 
-/// The code of |v| in format F (a float8 type or FLOAT4E2M1), the sign left to ApplyNarrowSign:
-/// EncodeNarrow without its sign. FLOAT4E2M1 replaces v by v clamped to ±6, NaN by +6, whose sign
-/// is then the code's; the other formats leave v as it is.
+/// The FLOAT4E2M1 code of |v|, v replaced by v clamped to ±6 (NaN to +6), whose sign is then the
+/// code's: EncodeNarrowMagnitude for FLOAT4E2M1.
+///
+/// Clamped, |v| lies in binade k = max(e, 0) (e its exponent) of spacing 2^(k-1), whose codes start
+/// at 2k: the code is 2k + RNE(|v| · 2^(1-k)). The factor goes into the exponent field by one integer
+/// addition of (1 - k) << 23 = min((128 - E) << 23, 1 << 23), E the biased field. Below binade 0 the
+/// sum is 2|v| for normal v, and for ±0 and subnormals a value under 2^-125, which rounds to 0 as 2|v|
+/// does. The addition keeps v's sign, which the conversion keeps and the absolute value drops.
+HWY_INLINE VU EncodeFloat4Magnitude(VF& v) {
+  const DF df;
+  const DI di;
+  v = ClampNaNToLimit(v, hn::Set(df, 6.0f));
+  const VI bits = hn::BitCast(di, v);
+  const VI exponent_field = hn::And(bits, hn::Set(di, 0x7F800000));
+  const VI factor = hn::Min(hn::Sub(hn::Set(di, 128 << 23), exponent_field), hn::Set(di, 1 << 23));
+  const VI scaled = hn::Abs(NearestIntInRange(hn::BitCast(df, hn::Add(bits, factor))));
+  // 2k = 2 - (factor >> 22).
+  return hn::BitCast(DU(), hn::Sub(hn::Add(scaled, hn::Set(di, 2)), hn::ShiftRight<22>(factor)));
+}
+
+/// The code of |v| in float8 format F, the sign left to ApplyNarrowSign: EncodeNarrow without its
+/// sign.
 ///
 /// Saturation clamps the finite magnitude before rounding (a NaN stays NaN). The normal-range code
 /// rounds the float32 bits at the format's last mantissa bit (a carry moves into the exponent); below
@@ -62,8 +96,8 @@ HWY_INLINE VF ClampNaNToLimit(VF v, VF limit) {
 /// f, and from 2^k up it jumps by 2^23), so one unsigned minimum picks the right one. Overflow, ±inf and NaN end above
 /// the largest finite code, sorted out by one more minimum and, per format, a select.
 template <class F>
-HWY_INLINE VU EncodeNarrowMagnitude(VF& v, bool saturate) {
-  static_assert(F::kBits <= 8);
+HWY_INLINE VU EncodeFloat8Magnitude(VF v, bool saturate) {
+  static_assert(F::kBits == 8);
   const DF df;
   const DI di;
   const DU du;
@@ -72,7 +106,6 @@ HWY_INLINE VU EncodeNarrowMagnitude(VF& v, bool saturate) {
   // The largest finite value, as float32 bits: exponent and mantissa of kMaxCode, rebiased.
   constexpr uint32_t kMaxBits = ((F::kMaxCode >> kM) + 127 - F::kBias) << 23 | (F::kMaxCode & F::kManMask) << kS;
   const VF max = hn::BitCast(df, hn::Set(du, kMaxBits));
-  if constexpr (F::kSpecials == SpecialValues::kNone) v = ClampNaNToLimit(v, max);
   VU mag = hn::And(hn::BitCast(du, v), hn::Set(du, 0x7FFFFFFFu));
   // FLOAT8 FNUZ formats with saturation: ±inf and NaN become the NaN, finite magnitudes are clamped.
   // Moved up by 2^23, ±inf and NaN wrap around to negative int32 values, which a signed minimum with
@@ -109,11 +142,22 @@ HWY_INLINE VU EncodeNarrowMagnitude(VF& v, bool saturate) {
     const auto is_nan = hn::Gt(hn::BitCast(di, mag), hn::Set(di, 0x7F800000));
     return hn::IfThenElse(hn::RebindMask(du, is_nan), hn::Set(du, nan_code<F>(false)),
                           hn::Min(both, hn::Set(du, F::kExpFieldMax << kM)));
-  } else if constexpr (F::kSpecials == SpecialValues::kFnuz) {
+  } else {
+    static_assert(F::kSpecials == SpecialValues::kFnuz);
     // Overflow (not saturating), ±inf and NaN: the unsigned NaN 0x80.
     return hn::Min(both, hn::Set(du, F::kSignBit));
+  }
+}
+
+/// The code of |v| in format F (a float8 type or FLOAT4E2M1), the sign left to ApplyNarrowSign.
+/// FLOAT4E2M1 replaces v by v clamped to ±6, NaN by +6, whose sign is then the code's; the float8
+/// formats leave v as it is.
+template <class F>
+HWY_INLINE VU EncodeNarrowMagnitude(VF& v, bool saturate) {
+  if constexpr (std::is_same_v<F, Float4E2M1Format>) {
+    return EncodeFloat4Magnitude(v);
   } else {
-    return both;  // FLOAT4E2M1: clamped above, NaN included
+    return EncodeFloat8Magnitude<F>(v, saturate);
   }
 }
 
@@ -232,21 +276,6 @@ HWY_INLINE VF DecodeF(VU code) {
     out = hn::IfThenElse(nan, hn::Set(du, 0x7FC00000u), out);
   }
   return hn::BitCast(df, hn::Or(out, sign));
-}
-
-/// Each lane rounded to an int32 in the current rounding mode (nearest even unless the caller
-/// changed it, as for the division itself), for lanes known to lie within ±2^31: the bare
-/// conversion instruction, without the out-of-range fix-up of Highway's NearestInt.
-HWY_INLINE VI NearestIntInRange(VF v) {
-#if HWY_TARGET == HWY_AVX3
-  return VI{_mm512_cvtps_epi32(v.raw)};
-#elif HWY_TARGET == HWY_AVX2
-  return VI{_mm256_cvtps_epi32(v.raw)};
-#elif HWY_TARGET == HWY_SSE4
-  return VI{_mm_cvtps_epi32(v.raw)};
-#else
-  return hn::NearestInt(v);
-#endif
 }
 
 // ---------------------------------------------------------------------------------------------
