@@ -639,7 +639,7 @@ HWY_NOINLINE void DequantizeUniformBlocks(const DequantizeCall& c, void* y, int6
   const int64_t span = BlockPieceSpan(block, stream || kBits < 8);
   HWY_ALIGN uint8_t codes[kBits < 8 ? kChunk : 1];
   HWY_ALIGN ExpandedParams params;
-  HWY_ALIGN uint8_t stage[kChunk * kOutputBytesPer<Y>];  // streaming: a piece's bytes of y (span <= kChunk)
+  HWY_ALIGN uint8_t stage[kChunk * kOutputBytesPer<Y>];  // streaming: a piece's bytes of y (then span <= kChunk)
   for (int64_t piece = begin; piece < end; piece += span) {
     const int64_t piece_end = std::min(end, piece + span);
     const PieceOutput staged(stage, stream, OutputAt<Y>(y, piece));
@@ -687,8 +687,7 @@ HWY_NOINLINE void DequantizeVectorBlocks(const DequantizeCall& c, void* y, int64
   params.shift = shift;
   int vector_shift = 0;  // log2 of the lanes of a vector
   while ((int64_t{1} << vector_shift) < static_cast<int64_t>(hn::Lanes(DF()))) ++vector_shift;
-  // Without the stage or unpacking, pieces of as many blocks as the parameter arrays hold.
-  const int64_t span = stream || kBits < 8 ? kChunk : VectorBlockParams::kBlocks << shift;
+  const int64_t span = VectorBlockParams::PieceSpan(shift, stream || kBits < 8);
   for (int64_t piece = begin; piece < end; piece += span) {
     const int64_t count = std::min(span, end - piece);
     LoadDequantizeParams<X, Y>(c, piece >> shift, count >> shift, params.scale, params.zero_point,

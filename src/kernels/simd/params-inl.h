@@ -183,10 +183,13 @@ inline int64_t BlockPieceSpan(int64_t block, bool bounded) {
 
 /// One parameter per block of 2^shift elements (VectorBlockShift: whole vectors), run element k in
 /// block k >> shift: each vector lies in one block and broadcasts that block's entry into a register,
-/// with no per-element parameters. The arrays hold the blocks of one piece of at most kChunk elements.
+/// with no per-element parameters. The arrays hold the blocks of one piece (PieceSpan).
 struct VectorBlockParams {
   static constexpr int64_t kBlocks = kChunk / 4;                 // a chunk's blocks of >= 4 elements
   static constexpr int64_t kSize = kBlocks + HWY_MAX_BYTES / 4;  // and a vector of room
+  /// Elements per piece for blocks of 2^shift elements: as many blocks as the arrays hold, or kChunk
+  /// elements where a stage or a code buffer of kChunk elements bounds the piece (as BlockPieceSpan).
+  static int64_t PieceSpan(int shift, bool bounded) { return bounded ? kChunk : kBlocks << shift; }
   HWY_ALIGN float scale[kSize];
   HWY_ALIGN int32_t zero_point[kSize];      // integer types
   HWY_ALIGN float float_zero_point[kSize];  // FLOAT4E2M1

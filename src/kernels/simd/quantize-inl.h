@@ -661,9 +661,7 @@ HWY_NOINLINE void QuantizeVectorBlocks(const QuantizeCall& c, void* y, int64_t b
   params.shift = shift;
   int vector_shift = 0;  // log2 of the lanes of a vector
   while ((int64_t{1} << vector_shift) < static_cast<int64_t>(hn::Lanes(DF()))) ++vector_shift;
-  // Without the stage, pieces of as many blocks as the parameter arrays hold (a piece's fixed cost
-  // is a tenth of an MX piece of kChunk elements).
-  const int64_t span = stream ? kChunk : VectorBlockParams::kBlocks << shift;
+  const int64_t span = VectorBlockParams::PieceSpan(shift, stream);
   for (int64_t first = begin; first < end; first += span) {
     const int64_t count = std::min(span, end - first);
     LoadQuantizeParams<P, Y>(c, first >> shift, count >> shift, params.scale, params.zero_point,
