@@ -162,6 +162,15 @@ HWY_INLINE __m256i PackedSignBits4(VF sa, VF sb, VF sc, VF sd) {
                          _mm256_packs_epi32(_mm256_castps_si256(sc.raw), _mm256_castps_si256(sd.raw)));
   return _mm256_and_si256(signed_bytes, _mm256_set1_epi8(static_cast<char>(0x80)));
 }
+#elif HWY_TARGET == HWY_AVX3
+/// Bit 7 of byte i is the sign bit of float i of sa..sd, in the byte order two packs_epi16 of
+/// packs_epi32 pairs give (the stores' order before their permute); the other bits are zero.
+HWY_INLINE __m512i PackedSignBits4(VF sa, VF sb, VF sc, VF sd) {
+  const __m512i signed_bytes =
+      _mm512_packs_epi16(_mm512_packs_epi32(_mm512_castps_si512(sa.raw), _mm512_castps_si512(sb.raw)),
+                         _mm512_packs_epi32(_mm512_castps_si512(sc.raw), _mm512_castps_si512(sd.raw)));
+  return _mm512_and_si512(signed_bytes, _mm512_set1_epi8(static_cast<char>(0x80)));
+}
 #elif HWY_TARGET == HWY_SSE4
 /// Bit 7 of byte i is the sign bit of float i of sa..sd; the other bits are zero.
 HWY_INLINE __m128i PackedSignBits4(VF sa, VF sb, VF sc, VF sd) {
@@ -183,10 +192,7 @@ HWY_INLINE void StoreSignedBytes4(VI a, VI b, VI c, VI d, VF sa, VF sb, VF sc, V
                       _mm256_permutevar8x32_epi32(bytes, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7)));
 #elif HWY_TARGET == HWY_AVX3
   const __m512i codes = _mm512_packus_epi16(_mm512_packs_epi32(a.raw, b.raw), _mm512_packs_epi32(c.raw, d.raw));
-  const __m512i signed_bytes =
-      _mm512_packs_epi16(_mm512_packs_epi32(_mm512_castps_si512(sa.raw), _mm512_castps_si512(sb.raw)),
-                         _mm512_packs_epi32(_mm512_castps_si512(sc.raw), _mm512_castps_si512(sd.raw)));
-  __m512i signs = _mm512_and_si512(signed_bytes, _mm512_set1_epi8(static_cast<char>(0x80)));
+  __m512i signs = PackedSignBits4(sa, sb, sc, sd);
   if constexpr (kZeroUnsigned) signs = _mm512_maskz_mov_epi8(_mm512_test_epi8_mask(codes, codes), signs);
   const __m512i order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
   _mm512_storeu_si512(out, _mm512_permutexvar_epi32(order, _mm512_or_si512(codes, signs)));

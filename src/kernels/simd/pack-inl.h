@@ -82,6 +82,21 @@ HWY_INLINE void PackWholeBytes(const uint8_t* codes, int64_t bytes, uint8_t* out
     }
   }
 #endif
+#elif HWY_TARGET == HWY_AVX3
+  // As on AVX2, with truncating narrowings in place of the packs and their permutes.
+  const __m512i mask = _mm512_set1_epi8(static_cast<char>((1 << kBits) - 1));
+  const __m512i pair_weights = _mm512_set1_epi16(static_cast<int16_t>(0x0001 | (1 << kBits) << 8));
+  constexpr int64_t kCodesPerStep = 64;
+  for (; b + kCodesPerStep * kBits / 8 <= bytes; b += kCodesPerStep * kBits / 8) {
+    const __m512i v = _mm512_and_si512(_mm512_loadu_si512(codes + b * 8 / kBits), mask);
+    const __m512i pairs = _mm512_maddubs_epi16(v, pair_weights);
+    if constexpr (kBits == 4) {
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + b), _mm512_cvtepi16_epi8(pairs));
+    } else {
+      const __m512i quads = _mm512_madd_epi16(pairs, _mm512_set1_epi32(0x00100001));
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(out + b), _mm512_cvtepi32_epi8(quads));
+    }
+  }
 #endif
   if constexpr (kBits == 4) {
     const hn::Full128<uint16_t> d16;
@@ -227,6 +242,16 @@ HWY_INLINE void StoreNibbleBytes(__m256i bytes, uint8_t* out) {
   const __m256i packed = _mm256_permute4x64_epi64(_mm256_packus_epi16(pairs, pairs), 0x08);
   _mm_storeu_si128(reinterpret_cast<__m128i*>(out), _mm256_castsi256_si128(packed));
 }
+#elif HWY_TARGET == HWY_AVX3
+/// Stores the 4-bit codes of `bytes` (one per byte, below 16, as two packs_epi16 of packs_epi32
+/// pairs leave them) as 32 bytes of ONNX layout: as on AVX2, with one truncating narrowing of the
+/// 16-bit lanes in place of the pack and its permute.
+HWY_INLINE void StoreNibbleBytes(__m512i bytes, uint8_t* out) {
+  const __m512i ordered =
+      _mm512_permutexvar_epi32(_mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15), bytes);
+  const __m512i pairs = _mm512_maddubs_epi16(ordered, _mm512_set1_epi16(0x1001));
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(out), _mm512_cvtepi16_epi8(pairs));
+}
 #elif HWY_TARGET == HWY_SSE4
 /// Stores the 4-bit codes of `bytes` (one per byte, below 16) as 8 bytes of ONNX layout.
 HWY_INLINE void StoreNibbleBytes(__m128i bytes, uint8_t* out) {
@@ -243,6 +268,9 @@ HWY_INLINE void StoreNibbles4(VI a, VI b, VI c, VI d, uint8_t* out) {
   const __m256i cd = _mm256_packs_epi32(c.raw, d.raw);
   const __m256i bytes = _mm256_and_si256(_mm256_packs_epi16(ab, cd), _mm256_set1_epi8(0x0F));
   StoreNibbleBytes(bytes, out);
+#elif HWY_TARGET == HWY_AVX3
+  const __m512i bytes = _mm512_packs_epi16(_mm512_packs_epi32(a.raw, b.raw), _mm512_packs_epi32(c.raw, d.raw));
+  StoreNibbleBytes(_mm512_and_si512(bytes, _mm512_set1_epi8(0x0F)), out);
 #elif HWY_TARGET == HWY_SSE4
   const __m128i bytes = _mm_packs_epi16(_mm_packs_epi32(a.raw, b.raw), _mm_packs_epi32(c.raw, d.raw));
   StoreNibbleBytes(_mm_and_si128(bytes, _mm_set1_epi8(0x0F)), out);
@@ -261,6 +289,10 @@ HWY_INLINE void StoreSignedNibbles4(VI a, VI b, VI c, VI d, VF sa, VF sb, VF sc,
   // Bit 7 of each byte to bit 3 of the same byte: a 16-bit shift moves nothing else into place.
   const __m256i signs = _mm256_srli_epi16(PackedSignBits4(sa, sb, sc, sd), 4);
   StoreNibbleBytes(_mm256_or_si256(codes, signs), out);
+#elif HWY_TARGET == HWY_AVX3
+  const __m512i codes = _mm512_packs_epi16(_mm512_packs_epi32(a.raw, b.raw), _mm512_packs_epi32(c.raw, d.raw));
+  const __m512i signs = _mm512_srli_epi16(PackedSignBits4(sa, sb, sc, sd), 4);
+  StoreNibbleBytes(_mm512_or_si512(codes, signs), out);
 #elif HWY_TARGET == HWY_SSE4
   const __m128i codes = _mm_packs_epi16(_mm_packs_epi32(a.raw, b.raw), _mm_packs_epi32(c.raw, d.raw));
   const __m128i signs = _mm_srli_epi16(PackedSignBits4(sa, sb, sc, sd), 4);
@@ -302,6 +334,16 @@ HWY_INLINE void StoreCrumbs4(VI a, VI b, VI c, VI d, uint8_t* out) {
       _mm_shuffle_epi8(quads, _mm_setr_epi8(0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1)));
   std::memcpy(out, &packed, 4);
 #endif
+#elif HWY_TARGET == HWY_AVX3
+  // In element order, each dword's four codes become its low byte by two multiply-adds (weights 1
+  // and 4 on byte pairs, then 1 and 16 on word pairs; at most 255), and the dwords are narrowed.
+  const __m512i bytes = _mm512_and_si512(
+      _mm512_packs_epi16(_mm512_packs_epi32(a.raw, b.raw), _mm512_packs_epi32(c.raw, d.raw)), _mm512_set1_epi8(3));
+  const __m512i ordered =
+      _mm512_permutexvar_epi32(_mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15), bytes);
+  const __m512i pairs = _mm512_maddubs_epi16(ordered, _mm512_set1_epi16(0x0401));
+  const __m512i quads = _mm512_madd_epi16(pairs, _mm512_set1_epi32(0x00100001));
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(out), _mm512_cvtepi32_epi8(quads));
 #else
   StorePackedCodes4<2>(a, b, c, d, out);
 #endif
