@@ -1196,6 +1196,48 @@ TEST_P(SimdKernelsTest, ReciprocalRoutesKeepNearHalvesBesideNaNs) {
   expect_compared(12);
 }
 
+/// The rounding check with each block's own reciprocal (PerVectorReciprocals: blocks along the last
+/// axis of one to eight vectors take the flat loop): blocks whose scales differ, and quotients at and
+/// 1-3 ulps beside half-integers of their own block's scale, so that groups of four vectors that span
+/// several blocks fall back to the division, each vector with its own scale; with and without one
+/// block whose scale lies beyond 2^62, which sends its piece to the division.
+TEST_P(SimdKernelsTest, ReciprocalRoutesMatchScalarNearHalfIntegersInBlocks) {
+  std::mt19937 rng(19);
+  const std::vector<float> pool{0.0173f, 2.0f / 127.0f, 1.0f / 3.0f, -0.37f, 3e-5f, 7.1f, 0x1.0f0f1p+0f, 0x1.3p-62f};
+  int64_t misrounded = 0;  // near-half inputs whose product x·RN(1/s) rounds unlike x / s
+  const simd::ScopedQuotientRoute forced(simd::QuotientRoute::kReciprocal);
+  for (const int64_t block : {8, 16, 32, 64, 128}) {
+    for (const bool out_of_range : {false, true}) {
+      const int64_t rows = 6;
+      const int64_t cols = 16 * block;
+      const int64_t n = rows * cols;
+      std::vector<float> scales(static_cast<size_t>(n / block));
+      for (float& scale : scales) scale = pool[rng() % pool.size()];
+      if (out_of_range) scales[scales.size() / 2] = 0x1p63f;
+      std::uniform_real_distribution<float> quotient(-200.0f, 200.0f);
+      std::vector<float> xs(static_cast<size_t>(n));
+      for (int64_t i = 0; i < n; ++i) {
+        const float scale = scales[static_cast<size_t>(i / block)];
+        float x = quotient(rng) * scale;
+        if (rng() % 16 == 0) {
+          x = (static_cast<float>(static_cast<int>(rng() % 400) - 200) + 0.5f) * scale;
+          for (int step = static_cast<int>(rng() % 7) - 3; step != 0; step += step > 0 ? -1 : 1)
+            x = std::nextafter(x, step > 0 ? 2 * x : 0.0f);
+          if (std::nearbyint(x * (1.0f / scale)) != std::nearbyint(x / scale)) ++misrounded;
+        }
+        xs[static_cast<size_t>(i)] = x;
+      }
+      for (const T y : {T::kInt8, T::kUint8, T::kInt4, T::kUint4, T::kInt2, T::kUint2}) {
+        check_quantize_with(T::kFloat, T::kFloat, y, {rows, cols}, {rows, cols / block}, 1, block, true, scales, xs,
+                            rng);
+      }
+    }
+  }
+  // The inputs do reach the cases that the check exists for.
+  EXPECT_GT(misrounded, 0);
+  expect_compared(5 * 2 * 6);
+}
+
 TEST_P(SimdKernelsTest, DequantizeFloat8E8M0ScalesEveryCode) {
   std::mt19937 rng(11);
   for (T x : kQuantizedTypes) {

@@ -23,27 +23,37 @@ namespace {
 /// The fallback of a group that a reciprocal route cannot serve: four divisions, out of line. Being
 /// a call, the rare branch cannot be if-converted: GCC 12 turned an inline `if (...) x = Div(x, s)`
 /// at AVX3 into divisions masked by the condition's 0/1 value, which selects lane 0 only.
-HWY_NOINLINE void DivideGroup(VF& x0, VF& x1, VF& x2, VF& x3, VF scale) {
-  x0 = hn::Div(x0, scale);
-  x1 = hn::Div(x1, scale);
-  x2 = hn::Div(x2, scale);
-  x3 = hn::Div(x3, scale);
+HWY_NOINLINE void DivideGroup(VF& x0, VF& x1, VF& x2, VF& x3, VF s0, VF s1, VF s2, VF s3) {
+  x0 = hn::Div(x0, s0);
+  x1 = hn::Div(x1, s1);
+  x2 = hn::Div(x2, s2);
+  x3 = hn::Div(x3, s3);
 }
 
 /// One vector's fallback, out of line for the same reason.
 HWY_NOINLINE VF DivideVector(VF x, VF scale) { return hn::Div(x, scale); }
 
-/// The end of a reciprocal route's group, its one branch: x0..x3 become the route's q0..q3 where
-/// every lane of `taken` is set, else the four divisions (DivideGroup).
-HWY_INLINE void CommitGroup(hn::Mask<DF> taken, VF q0, VF q1, VF q2, VF q3, VF& x0, VF& x1, VF& x2, VF& x3, VF scale) {
+/// One reciprocal route's group: four vectors of dividends, each vector's scale and RN(1/scale).
+struct QuotientGroup {
+  VF& x0;
+  VF& x1;
+  VF& x2;
+  VF& x3;
+  VF s0, s1, s2, s3;
+  VF r0, r1, r2, r3;
+};
+
+/// The end of a reciprocal route's group, its one branch: the dividends become the route's q0..q3
+/// where every lane of `taken` is set, else their four divisions (DivideGroup).
+HWY_INLINE void CommitGroup(hn::Mask<DF> taken, VF q0, VF q1, VF q2, VF q3, const QuotientGroup& g) {
   if (HWY_UNLIKELY(!hn::AllTrue(DF(), taken))) {
-    DivideGroup(x0, x1, x2, x3, scale);
+    DivideGroup(g.x0, g.x1, g.x2, g.x3, g.s0, g.s1, g.s2, g.s3);
     return;
   }
-  x0 = q0;
-  x1 = q1;
-  x2 = q2;
-  x3 = q3;
+  g.x0 = q0;
+  g.x1 = q1;
+  g.x2 = q2;
+  g.x3 = q3;
 }
 
 /// RN(x / s) by Markstein's theorem: with r = RN(1/s), q0 = RN(x·r), e = fma(−q0, s, x) is exact and
@@ -53,36 +63,42 @@ HWY_INLINE void CommitGroup(hn::Mask<DF> taken, VF q0, VF q1, VF q2, VF q3, VF& 
 /// is ±0 (q0 is then the exact ±0 of x / s). Where any other lane occurs (NaN, ±inf, huge or tiny
 /// quotients) the division is taken instead: per vector in Quotient, per group of four vectors in
 /// Group, so that QuantizeLoop's main loop pays one branch per group. Needs a fused multiply-add.
+/// `reciprocal` serves a run with one scale; PerVectorReciprocals gives each vector its own.
 struct Markstein {
   VF reciprocal;
 
   /// The corrected quotient of one vector, and in *taken the lanes where it applies.
-  HWY_INLINE VF Corrected(VF x, VF scale, hn::Mask<DF>* in_range, hn::Mask<DF>* taken) const {
+  static HWY_INLINE VF Corrected(VF x, VF scale, VF reciprocal, hn::Mask<DF>* taken) {
     const DF df;
     const DU du;
     const VF q0 = hn::Mul(x, reciprocal);
     // |q0| in [2^-40, 2^40] as one unsigned compare of the magnitude's bits (NaN lies above +inf).
-    const VU offset = hn::Sub(hn::BitCast(du, hn::Abs(q0)), hn::Set(du, 0x2B800000u));           // bits of 2^-40
-    *in_range = hn::RebindMask(df, hn::Lt(offset, hn::Set(du, 0x53800000u - 0x2B800000u + 1)));  // 2^40
-    *taken = hn::Or(*in_range, hn::Eq(x, hn::Zero(df)));
-    return hn::IfThenElse(*in_range, hn::MulAdd(hn::NegMulAdd(q0, scale, x), reciprocal, q0), q0);
+    const VU offset = hn::Sub(hn::BitCast(du, hn::Abs(q0)), hn::Set(du, 0x2B800000u));  // bits of 2^-40
+    const auto in_range = hn::RebindMask(df, hn::Lt(offset, hn::Set(du, 0x53800000u - 0x2B800000u + 1)));  // 2^40
+    *taken = hn::Or(in_range, hn::Eq(x, hn::Zero(df)));
+    return hn::IfThenElse(in_range, hn::MulAdd(hn::NegMulAdd(q0, scale, x), reciprocal, q0), q0);
   }
 
-  HWY_INLINE VF Quotient(VF x, VF scale) const {
-    hn::Mask<DF> in_range, taken;
-    const VF q = Corrected(x, scale, &in_range, &taken);
+  static HWY_INLINE VF QuotientWith(VF x, VF scale, VF reciprocal) {
+    hn::Mask<DF> taken;
+    const VF q = Corrected(x, scale, reciprocal, &taken);
     if (HWY_UNLIKELY(!hn::AllTrue(DF(), taken))) return DivideVector(x, scale);
     return q;
   }
 
   /// The quotients of four vectors in place, dividing all four where any lane is out of range.
+  static HWY_INLINE void GroupWith(const QuotientGroup& g) {
+    hn::Mask<DF> t0, t1, t2, t3;
+    const VF q0 = Corrected(g.x0, g.s0, g.r0, &t0);
+    const VF q1 = Corrected(g.x1, g.s1, g.r1, &t1);
+    const VF q2 = Corrected(g.x2, g.s2, g.r2, &t2);
+    const VF q3 = Corrected(g.x3, g.s3, g.r3, &t3);
+    CommitGroup(hn::And(hn::And(t0, t1), hn::And(t2, t3)), q0, q1, q2, q3, g);
+  }
+
+  HWY_INLINE VF Quotient(VF x, VF scale) const { return QuotientWith(x, scale, reciprocal); }
   HWY_INLINE void Group(VF& x0, VF& x1, VF& x2, VF& x3, VF scale) const {
-    hn::Mask<DF> r0, r1, r2, r3, t0, t1, t2, t3;
-    const VF q0 = Corrected(x0, scale, &r0, &t0);
-    const VF q1 = Corrected(x1, scale, &r1, &t1);
-    const VF q2 = Corrected(x2, scale, &r2, &t2);
-    const VF q3 = Corrected(x3, scale, &r3, &t3);
-    CommitGroup(hn::And(hn::And(t0, t1), hn::And(t2, t3)), q0, q1, q2, q3, x0, x1, x2, x3, scale);
+    GroupWith({x0, x1, x2, x3, scale, scale, scale, scale, reciprocal, reciprocal, reciprocal, reciprocal});
   }
 };
 
@@ -122,17 +138,42 @@ struct RoundingCheck {
   }
 
   /// Per vector (the loop's partial rest): the division.
-  static HWY_INLINE VF Quotient(VF x, VF scale) { return hn::Div(x, scale); }
+  static HWY_INLINE VF QuotientWith(VF x, VF scale, VF) { return hn::Div(x, scale); }
 
-  HWY_INLINE void Group(VF& x0, VF& x1, VF& x2, VF& x3, VF scale) const {
+  static HWY_INLINE void GroupWith(const QuotientGroup& g) {
     const DF df;
-    const VF q0 = hn::Mul(x0, reciprocal);
-    const VF q1 = hn::Mul(x1, reciprocal);
-    const VF q2 = hn::Mul(x2, reciprocal);
-    const VF q3 = hn::Mul(x3, reciprocal);
+    const VF q0 = hn::Mul(g.x0, g.r0);
+    const VF q1 = hn::Mul(g.x1, g.r1);
+    const VF q2 = hn::Mul(g.x2, g.r2);
+    const VF q3 = hn::Mul(g.x3, g.r3);
     const VF nearest = AbsMax(AbsMax(Fraction(q0), Fraction(q1)), AbsMax(Fraction(q2), Fraction(q3)));
     // Not Lt's negation: a NaN fraction (of a NaN or ±inf quotient) takes the division too.
-    CommitGroup(hn::Lt(nearest, hn::Set(df, 0.5f - 0x1p-13f)), q0, q1, q2, q3, x0, x1, x2, x3, scale);
+    CommitGroup(hn::Lt(nearest, hn::Set(df, 0.5f - 0x1p-13f)), q0, q1, q2, q3, g);
+  }
+
+  HWY_INLINE VF Quotient(VF x, VF scale) const { return QuotientWith(x, scale, reciprocal); }
+  HWY_INLINE void Group(VF& x0, VF& x1, VF& x2, VF& x3, VF scale) const {
+    GroupWith({x0, x1, x2, x3, scale, scale, scale, scale, reciprocal, reciprocal, reciprocal, reciprocal});
+  }
+};
+
+/// Route (Markstein or RoundingCheck) with each vector's own scale and reciprocal, both read from the
+/// loop's Params (Scale and Reciprocal): blocks along the last axis, whose every scale
+/// MarksteinReciprocal accepted (MarksteinReciprocals).
+template <class Route>
+struct PerVectorReciprocals {
+  template <class Params>
+  HWY_INLINE VF Quotient(VF x, const Params& params, int64_t k, size_t n) const {
+    return Route::QuotientWith(x, params.Scale(k, n), params.Reciprocal(k, n));
+  }
+  template <class Params>
+  HWY_INLINE void Group(VF& x0, VF& x1, VF& x2, VF& x3, const Params& params, int64_t k) const {
+    const int64_t lanes = static_cast<int64_t>(hn::Lanes(DF()));
+    const size_t full = static_cast<size_t>(lanes);
+    Route::GroupWith({x0, x1, x2, x3, params.Scale(k, full), params.Scale(k + lanes, full),
+                      params.Scale(k + 2 * lanes, full), params.Scale(k + 3 * lanes, full), params.Reciprocal(k, full),
+                      params.Reciprocal(k + lanes, full), params.Reciprocal(k + 2 * lanes, full),
+                      params.Reciprocal(k + 3 * lanes, full)});
   }
 };
 
@@ -143,6 +184,23 @@ HWY_INLINE bool MarksteinReciprocal(float s, float* reciprocal) {
   if (!(magnitude >= 0x1p-62f && magnitude <= 0x1p62f)) return false;
   *reciprocal = 1.0f / s;
   return true;
+}
+
+/// MarksteinReciprocal for scale[0, count): true, with reciprocal[k] = RN(1/scale[k]), where it applies
+/// to every one of them. Whole vectors: both arrays have a vector of room past the count.
+HWY_INLINE bool MarksteinReciprocals(const float* scale, float* reciprocal, int64_t count) {
+  const DF df;
+  const DU du;
+  auto outside = hn::FirstN(df, 0);
+  ForEachVector(count, [&](int64_t k, size_t n) QDQ_INLINE_LAMBDA {
+    const VF s = hn::Load(df, scale + k);
+    // |s| in [2^-62, 2^62] as one unsigned compare of the magnitude's bits (NaN lies above +inf).
+    const VU offset = hn::Sub(hn::BitCast(du, hn::Abs(s)), hn::Set(du, 0x20800000u));  // bits of 2^-62
+    const auto in_range = hn::RebindMask(df, hn::Lt(offset, hn::Set(du, 0x5E800000u - 0x20800000u + 1)));  // 2^62
+    outside = hn::Or(outside, hn::AndNot(in_range, hn::FirstN(df, n)));
+    hn::Store(hn::Div(hn::Set(df, 1.0f), s), df, reciprocal + k);
+  });
+  return hn::AllFalse(df, outside);
 }
 
 }  // namespace

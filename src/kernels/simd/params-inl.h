@@ -193,8 +193,10 @@ struct VectorBlockParams {
   HWY_ALIGN float scale[kSize];
   HWY_ALIGN int32_t zero_point[kSize];      // integer types
   HWY_ALIGN float float_zero_point[kSize];  // FLOAT4E2M1
+  HWY_ALIGN float reciprocal[kSize];        // RN(1/scale), for PerVectorReciprocals routes
   int shift = 0;
   VF Scale(int64_t k, size_t) const { return hn::Set(DF(), scale[k >> shift]); }
+  VF Reciprocal(int64_t k, size_t) const { return hn::Set(DF(), reciprocal[k >> shift]); }
   VI ZeroPoint(int64_t k, size_t) const { return hn::Set(DI(), zero_point[k >> shift]); }
   VF FloatZeroPoint(int64_t k, size_t) const { return hn::Set(DF(), float_zero_point[k >> shift]); }
 };
@@ -212,6 +214,7 @@ struct StepBlockParams {
   mutable VF scale[2];
   mutable VI zero_point[2];
   mutable VF float_zero_point[2];
+  mutable VF reciprocal[2];
   void BeginStep(int64_t k) const {
     step = k;
     for (int g = 0; g < 4 / kVectors; ++g) {
@@ -219,6 +222,7 @@ struct StepBlockParams {
       scale[g] = blocks.Scale(at, 0);
       zero_point[g] = blocks.ZeroPoint(at, 0);
       float_zero_point[g] = blocks.FloatZeroPoint(at, 0);
+      reciprocal[g] = blocks.Reciprocal(at, 0);
     }
   }
   size_t Group(int64_t k) const {
@@ -227,6 +231,7 @@ struct StepBlockParams {
   VF Scale(int64_t k, size_t) const { return scale[Group(k)]; }
   VI ZeroPoint(int64_t k, size_t) const { return zero_point[Group(k)]; }
   VF FloatZeroPoint(int64_t k, size_t) const { return float_zero_point[Group(k)]; }
+  VF Reciprocal(int64_t k, size_t) const { return reciprocal[Group(k)]; }
 };
 
 /// Fills `e` for elements [chunk, chunk_end), walking the segments with `cursor`: the scales and,

@@ -314,8 +314,15 @@ HWY_INLINE void QuantizeLoopWith(const QuantizeCall& c, bool saturate, int64_t f
   constexpr int64_t kBytesPer = kBits >= 8 ? kBits / 8 : (kPackInRegisters ? 0 : 1);  // packed: see below
   const int64_t lanes = static_cast<int64_t>(hn::Lanes(DF()));
   const size_t full = static_cast<size_t>(lanes);
+  // Routes that read their parameters themselves (PerVectorReciprocals) take the Params.
+  constexpr bool kRouteReadsParams = requires(VF & v) { route.Group(v, v, v, v, params, int64_t{0}); };
   const auto quotient = [&](int64_t k, size_t n) QDQ_INLINE_LAMBDA {
-    return RoundQuotient<P>(route.Quotient(LoadDividend<X>(c.x, first + k, n), params.Scale(k, n)));
+    const VF x = LoadDividend<X>(c.x, first + k, n);
+    if constexpr (kRouteReadsParams) {
+      return RoundQuotient<P>(route.Quotient(x, params, k, n));
+    } else {
+      return RoundQuotient<P>(route.Quotient(x, params.Scale(k, n)));
+    }
   };
   // Parameters that change per step, not per vector (StepBlockParams).
   const auto begin_step = [&](int64_t k) QDQ_INLINE_LAMBDA {
@@ -334,11 +341,16 @@ HWY_INLINE void QuantizeLoopWith(const QuantizeCall& c, bool saturate, int64_t f
     for (uintptr_t line = 0; line < kGroupBytes; line += 64)
       hwy::Prefetch(reinterpret_cast<const uint8_t*>(ahead + static_cast<uintptr_t>(i) * kInBytes + line));
     uint8_t* const dst = kBytesPer != 0 ? out + i * kBytesPer : out + i * kBits / 8;
-    if constexpr (requires(VF & v) { route.Group(v, v, v, v, v); }) {
-      // The reciprocal routes check a whole group at once (one branch), with one scale for the run.
+    if constexpr (kRouteReadsParams || requires(VF & v) { route.Group(v, v, v, v, v); }) {
+      // The reciprocal routes check a whole group at once (one branch), with one scale for the run
+      // or each vector's own.
       VF q0 = LoadDividend<X>(c.x, first + i, full), q1 = LoadDividend<X>(c.x, first + i + lanes, full);
       VF q2 = LoadDividend<X>(c.x, first + i + 2 * lanes, full), q3 = LoadDividend<X>(c.x, first + i + 3 * lanes, full);
-      route.Group(q0, q1, q2, q3, params.Scale(i, full));
+      if constexpr (kRouteReadsParams) {
+        route.Group(q0, q1, q2, q3, params, i);
+      } else {
+        route.Group(q0, q1, q2, q3, params.Scale(i, full));
+      }
       StoreQuotientGroup<Y, kPackInRegisters>(c, saturate, RoundQuotient<P>(q0), RoundQuotient<P>(q1),
                                               RoundQuotient<P>(q2), RoundQuotient<P>(q3), params, i, dst);
     } else {
@@ -649,12 +661,13 @@ HWY_INLINE bool ExactReciprocalsInPlace(float* scale, int64_t count) {
 /// begin and end multiples of the block size and, for 2/4-bit y, end − begin a multiple of four
 /// vectors: pieces of whole blocks (up to VectorBlockParams::kBlocks of them; kChunk elements when streaming) load
 /// their blocks' parameters once, then one flat loop divides four vectors at a time, each vector with its block's
-/// broadcast scale, and packs 2/4-bit codes in registers. `stream`: y's whole lines with non-temporal stores, each
-/// piece through the stage. Out of line, and without the general path inside: a call's stack stays within qdq.hpp's
-/// bound (its parameter arrays, 3 KiB, and stage, at most 2 KiB, come on top of the kernel's frame).
+/// broadcast scale (and, where `reciprocal` says the target takes a reciprocal route, that scale's reciprocal),
+/// and packs 2/4-bit codes in registers. `stream`: y's whole lines with non-temporal stores, each piece through
+/// the stage. Out of line, and without the general path inside: a call's stack stays within qdq.hpp's bound (its
+/// parameter arrays, 4 KiB, and stage, at most 2 KiB, come on top of the kernel's frame).
 template <T X, T P, T Y>
 HWY_NOINLINE void QuantizeVectorBlocks(const QuantizeCall& c, void* y, int64_t begin, int64_t end, int shift,
-                                       bool stream) {
+                                       bool reciprocal, bool stream) {
   constexpr bool kPack = OutBits(Y) < 8;
   HWY_ALIGN VectorBlockParams params;
   HWY_ALIGN uint8_t stage[OutputBytes<Y>(kChunk)];  // streaming: a piece's bytes of y
@@ -680,16 +693,24 @@ HWY_NOINLINE void QuantizeVectorBlocks(const QuantizeCall& c, void* y, int64_t b
         QuantizeLoop<X, P, Y, Quotient, kPack>(c, first, count, params, piece.Out());
       }
     };
-    // Power-of-two scales (the MX formats' FLOAT8E8M0 ones) multiply by their exact reciprocals.
+    // Power-of-two scales (the MX formats' FLOAT8E8M0 ones) multiply by their exact reciprocals;
+    // others take the target's reciprocal route with each block's own reciprocal, where it applies
+    // to every block of the piece.
     if constexpr (P == T::kFloat) {
       if (ExactReciprocalsInPlace(params.scale, count >> shift)) {
         loop(MultiplyByExactReciprocal{});
+#if HWY_NATIVE_FMA
+      } else if (rounding_check_applies(Y) && reciprocal &&
+                 MarksteinReciprocals(params.scale, params.reciprocal, count >> shift)) {
+        loop(PerVectorReciprocals<RoundingCheck>{});
+#endif
       } else {
         loop(Divide{});
       }
     } else {
       loop(Divide{});
     }
+    (void)reciprocal;
     piece.Finish(static_cast<size_t>(OutputBytes<Y>(count)));
   }
 }
@@ -700,9 +721,10 @@ template <T X, T P, T Y>
 HWY_NOINLINE void QuantizeKernelBody(const QuantizeCall& c, void* y, int64_t begin, int64_t end, bool reciprocal,
                                      bool stream) {
   const int64_t lanes = static_cast<int64_t>(hn::Lanes(DF()));
-  // The flat loop divides. Where the target's route multiplies by a reciprocal instead, blocks of
-  // four vectors and more keep a loop per block, which takes one reciprocal per block.
-  const int shift = VectorBlockShift(c.plan, lanes, (reciprocal ? 3 : kMaxFlatBlockVectors) * lanes);
+  // The flat loop takes each block's reciprocal where the target's route multiplies by one; blocks
+  // of four vectors and more then keep a loop per block, one reciprocal per block in a register.
+  const int shift =
+      VectorBlockShift(c.plan, lanes, (reciprocal && !rounding_check_applies(Y) ? 3 : kMaxFlatBlockVectors) * lanes);
   if (shift >= 0) {
     // Whole blocks in the middle; a partial block at either end of the task goes the general way.
     // 2/4-bit y packs whole groups of four vectors in registers: the last partial group goes the
@@ -711,7 +733,7 @@ HWY_NOINLINE void QuantizeKernelBody(const QuantizeCall& c, void* y, int64_t beg
     const int64_t group = OutBits(Y) < 8 ? std::max(4 * lanes, block) : block;
     const WholeBlocks whole = WholeBlocksOf(begin, end, block, group);
     QuantizeGeneral<X, P, Y>(c, y, begin, whole.lo, reciprocal, stream);
-    QuantizeVectorBlocks<X, P, Y>(c, y, whole.lo, whole.hi, shift, stream);
+    QuantizeVectorBlocks<X, P, Y>(c, y, whole.lo, whole.hi, shift, reciprocal, stream);
     QuantizeGeneral<X, P, Y>(c, y, whole.hi, end, reciprocal, stream);
     return;
   }
