@@ -20,40 +20,50 @@ namespace HWY_NAMESPACE {
 #if QDQ_SIMD_HAS_KERNELS && HWY_NATIVE_FMA
 namespace {
 
+/// A group's divisors: each of its four vectors' scale and RN(1/scale) (one scale for a run, or each
+/// vector's own in blocks).
+struct GroupDivisors {
+  VF s0, s1, s2, s3;
+  VF r0, r1, r2, r3;
+};
+
+/// One scale and its reciprocal for all four vectors of a group.
+HWY_INLINE GroupDivisors SameDivisors(VF scale, VF reciprocal) {
+  return {scale, scale, scale, scale, reciprocal, reciprocal, reciprocal, reciprocal};
+}
+
+/// Four quotients, as the fallback returns them.
+struct GroupQuotients {
+  VF q0, q1, q2, q3;
+};
+
 /// The fallback of a group that a reciprocal route cannot serve: four divisions, out of line. Being
 /// a call, the rare branch cannot be if-converted: GCC 12 turned an inline `if (...) x = Div(x, s)`
-/// at AVX3 into divisions masked by the condition's 0/1 value, which selects lane 0 only.
-HWY_NOINLINE void DivideGroup(VF& x0, VF& x1, VF& x2, VF& x3, VF s0, VF s1, VF s2, VF s3) {
-  x0 = hn::Div(x0, s0);
-  x1 = hn::Div(x1, s1);
-  x2 = hn::Div(x2, s2);
-  x3 = hn::Div(x3, s3);
+/// at AVX3 into divisions masked by the condition's 0/1 value, which selects lane 0 only. Vectors go
+/// in and out by value, so that the loop keeps its dividends in registers (passed by reference, or
+/// in a struct of references, GCC 12 stored them to the stack every group).
+HWY_NOINLINE GroupQuotients DivideGroup(VF x0, VF x1, VF x2, VF x3, VF s0, VF s1, VF s2, VF s3) {
+  return {hn::Div(x0, s0), hn::Div(x1, s1), hn::Div(x2, s2), hn::Div(x3, s3)};
 }
 
 /// One vector's fallback, out of line for the same reason.
 HWY_NOINLINE VF DivideVector(VF x, VF scale) { return hn::Div(x, scale); }
 
-/// One reciprocal route's group: four vectors of dividends, each vector's scale and RN(1/scale).
-struct QuotientGroup {
-  VF& x0;
-  VF& x1;
-  VF& x2;
-  VF& x3;
-  VF s0, s1, s2, s3;
-  VF r0, r1, r2, r3;
-};
-
-/// The end of a reciprocal route's group, its one branch: the dividends become the route's q0..q3
-/// where every lane of `taken` is set, else their four divisions (DivideGroup).
-HWY_INLINE void CommitGroup(hn::Mask<DF> taken, VF q0, VF q1, VF q2, VF q3, const QuotientGroup& g) {
+/// The end of a reciprocal route's group, its one branch: x0..x3 become the route's q0..q3 where
+/// every lane of `taken` is set, else their four divisions (DivideGroup).
+HWY_INLINE void CommitGroup(hn::Mask<DF> taken, VF q0, VF q1, VF q2, VF q3, VF& x0, VF& x1, VF& x2, VF& x3,
+                            GroupDivisors d) {
   if (HWY_UNLIKELY(!hn::AllTrue(DF(), taken))) {
-    DivideGroup(g.x0, g.x1, g.x2, g.x3, g.s0, g.s1, g.s2, g.s3);
-    return;
+    const GroupQuotients divided = DivideGroup(x0, x1, x2, x3, d.s0, d.s1, d.s2, d.s3);
+    q0 = divided.q0;
+    q1 = divided.q1;
+    q2 = divided.q2;
+    q3 = divided.q3;
   }
-  g.x0 = q0;
-  g.x1 = q1;
-  g.x2 = q2;
-  g.x3 = q3;
+  x0 = q0;
+  x1 = q1;
+  x2 = q2;
+  x3 = q3;
 }
 
 /// RN(x / s) by Markstein's theorem: with r = RN(1/s), q0 = RN(x·r), e = fma(−q0, s, x) is exact and
@@ -87,18 +97,18 @@ struct Markstein {
   }
 
   /// The quotients of four vectors in place, dividing all four where any lane is out of range.
-  static HWY_INLINE void GroupWith(const QuotientGroup& g) {
+  static HWY_INLINE void GroupWith(VF& x0, VF& x1, VF& x2, VF& x3, GroupDivisors d) {
     hn::Mask<DF> t0, t1, t2, t3;
-    const VF q0 = Corrected(g.x0, g.s0, g.r0, &t0);
-    const VF q1 = Corrected(g.x1, g.s1, g.r1, &t1);
-    const VF q2 = Corrected(g.x2, g.s2, g.r2, &t2);
-    const VF q3 = Corrected(g.x3, g.s3, g.r3, &t3);
-    CommitGroup(hn::And(hn::And(t0, t1), hn::And(t2, t3)), q0, q1, q2, q3, g);
+    const VF q0 = Corrected(x0, d.s0, d.r0, &t0);
+    const VF q1 = Corrected(x1, d.s1, d.r1, &t1);
+    const VF q2 = Corrected(x2, d.s2, d.r2, &t2);
+    const VF q3 = Corrected(x3, d.s3, d.r3, &t3);
+    CommitGroup(hn::And(hn::And(t0, t1), hn::And(t2, t3)), q0, q1, q2, q3, x0, x1, x2, x3, d);
   }
 
   HWY_INLINE VF Quotient(VF x, VF scale) const { return QuotientWith(x, scale, reciprocal); }
   HWY_INLINE void Group(VF& x0, VF& x1, VF& x2, VF& x3, VF scale) const {
-    GroupWith({x0, x1, x2, x3, scale, scale, scale, scale, reciprocal, reciprocal, reciprocal, reciprocal});
+    GroupWith(x0, x1, x2, x3, SameDivisors(scale, reciprocal));
   }
 };
 
@@ -140,20 +150,20 @@ struct RoundingCheck {
   /// Per vector (the loop's partial rest): the division.
   static HWY_INLINE VF QuotientWith(VF x, VF scale, VF) { return hn::Div(x, scale); }
 
-  static HWY_INLINE void GroupWith(const QuotientGroup& g) {
+  static HWY_INLINE void GroupWith(VF& x0, VF& x1, VF& x2, VF& x3, GroupDivisors d) {
     const DF df;
-    const VF q0 = hn::Mul(g.x0, g.r0);
-    const VF q1 = hn::Mul(g.x1, g.r1);
-    const VF q2 = hn::Mul(g.x2, g.r2);
-    const VF q3 = hn::Mul(g.x3, g.r3);
+    const VF q0 = hn::Mul(x0, d.r0);
+    const VF q1 = hn::Mul(x1, d.r1);
+    const VF q2 = hn::Mul(x2, d.r2);
+    const VF q3 = hn::Mul(x3, d.r3);
     const VF nearest = AbsMax(AbsMax(Fraction(q0), Fraction(q1)), AbsMax(Fraction(q2), Fraction(q3)));
     // Not Lt's negation: a NaN fraction (of a NaN or ±inf quotient) takes the division too.
-    CommitGroup(hn::Lt(nearest, hn::Set(df, 0.5f - 0x1p-13f)), q0, q1, q2, q3, g);
+    CommitGroup(hn::Lt(nearest, hn::Set(df, 0.5f - 0x1p-13f)), q0, q1, q2, q3, x0, x1, x2, x3, d);
   }
 
   HWY_INLINE VF Quotient(VF x, VF scale) const { return QuotientWith(x, scale, reciprocal); }
   HWY_INLINE void Group(VF& x0, VF& x1, VF& x2, VF& x3, VF scale) const {
-    GroupWith({x0, x1, x2, x3, scale, scale, scale, scale, reciprocal, reciprocal, reciprocal, reciprocal});
+    GroupWith(x0, x1, x2, x3, SameDivisors(scale, reciprocal));
   }
 };
 
@@ -170,10 +180,10 @@ struct PerVectorReciprocals {
   HWY_INLINE void Group(VF& x0, VF& x1, VF& x2, VF& x3, const Params& params, int64_t k) const {
     const int64_t lanes = static_cast<int64_t>(hn::Lanes(DF()));
     const size_t full = static_cast<size_t>(lanes);
-    Route::GroupWith({x0, x1, x2, x3, params.Scale(k, full), params.Scale(k + lanes, full),
-                      params.Scale(k + 2 * lanes, full), params.Scale(k + 3 * lanes, full), params.Reciprocal(k, full),
-                      params.Reciprocal(k + lanes, full), params.Reciprocal(k + 2 * lanes, full),
-                      params.Reciprocal(k + 3 * lanes, full)});
+    Route::GroupWith(x0, x1, x2, x3,
+                     {params.Scale(k, full), params.Scale(k + lanes, full), params.Scale(k + 2 * lanes, full),
+                      params.Scale(k + 3 * lanes, full), params.Reciprocal(k, full), params.Reciprocal(k + lanes, full),
+                      params.Reciprocal(k + 2 * lanes, full), params.Reciprocal(k + 3 * lanes, full)});
   }
 };
 
