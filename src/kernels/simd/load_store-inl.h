@@ -112,6 +112,14 @@ HWY_INLINE void StoreWords2(VI a, VI b, uint8_t* out) {
 #endif
 }
 
+#if HWY_TARGET == HWY_AVX3
+/// The bytes of four vectors after two levels of packs, which leave a 4k..4k+3, b 4k.., c 4k.. and
+/// d 4k.. in 128-bit block k, put in element order by one dword permute.
+HWY_INLINE __m512i PackedBytesInOrder(__m512i bytes) {
+  return _mm512_permutexvar_epi32(_mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15), bytes);
+}
+#endif
+
 /// Stores 4·Lanes int32 values as bytes, saturated to int8 (Signed) or uint8.
 template <bool Signed>
 HWY_INLINE void StoreBytes4(VI a, VI b, VI c, VI d, uint8_t* out) {
@@ -128,8 +136,7 @@ HWY_INLINE void StoreBytes4(VI a, VI b, VI c, VI d, uint8_t* out) {
   const __m512i ab = _mm512_packs_epi32(a.raw, b.raw);
   const __m512i cd = _mm512_packs_epi32(c.raw, d.raw);
   const __m512i bytes = Signed ? _mm512_packs_epi16(ab, cd) : _mm512_packus_epi16(ab, cd);
-  const __m512i order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
-  _mm512_storeu_si512(out, _mm512_permutexvar_epi32(order, bytes));
+  _mm512_storeu_si512(out, PackedBytesInOrder(bytes));
 #elif HWY_TARGET == HWY_SSE4
   const __m128i ab = _mm_packs_epi32(a.raw, b.raw);
   const __m128i cd = _mm_packs_epi32(c.raw, d.raw);
@@ -194,8 +201,7 @@ HWY_INLINE void StoreSignedBytes4(VI a, VI b, VI c, VI d, VF sa, VF sb, VF sc, V
   const __m512i codes = _mm512_packus_epi16(_mm512_packs_epi32(a.raw, b.raw), _mm512_packs_epi32(c.raw, d.raw));
   __m512i signs = PackedSignBits4(sa, sb, sc, sd);
   if constexpr (kZeroUnsigned) signs = _mm512_maskz_mov_epi8(_mm512_test_epi8_mask(codes, codes), signs);
-  const __m512i order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
-  _mm512_storeu_si512(out, _mm512_permutexvar_epi32(order, _mm512_or_si512(codes, signs)));
+  _mm512_storeu_si512(out, PackedBytesInOrder(_mm512_or_si512(codes, signs)));
 #elif HWY_TARGET == HWY_SSE4
   const __m128i codes = _mm_packus_epi16(_mm_packs_epi32(a.raw, b.raw), _mm_packs_epi32(c.raw, d.raw));
   __m128i signs = PackedSignBits4(sa, sb, sc, sd);

@@ -247,8 +247,7 @@ HWY_INLINE void StoreNibbleBytes(__m256i bytes, uint8_t* out) {
 /// pairs leave them) as 32 bytes of ONNX layout: as on AVX2, with one truncating narrowing of the
 /// 16-bit lanes in place of the pack and its permute.
 HWY_INLINE void StoreNibbleBytes(__m512i bytes, uint8_t* out) {
-  const __m512i ordered =
-      _mm512_permutexvar_epi32(_mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15), bytes);
+  const __m512i ordered = PackedBytesInOrder(bytes);
   const __m512i pairs = _mm512_maddubs_epi16(ordered, _mm512_set1_epi16(0x1001));
   _mm256_storeu_si256(reinterpret_cast<__m256i*>(out), _mm512_cvtepi16_epi8(pairs));
 }
@@ -339,8 +338,7 @@ HWY_INLINE void StoreCrumbs4(VI a, VI b, VI c, VI d, uint8_t* out) {
   // and 4 on byte pairs, then 1 and 16 on word pairs; at most 255), and the dwords are narrowed.
   const __m512i bytes = _mm512_and_si512(
       _mm512_packs_epi16(_mm512_packs_epi32(a.raw, b.raw), _mm512_packs_epi32(c.raw, d.raw)), _mm512_set1_epi8(3));
-  const __m512i ordered =
-      _mm512_permutexvar_epi32(_mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15), bytes);
+  const __m512i ordered = PackedBytesInOrder(bytes);
   const __m512i pairs = _mm512_maddubs_epi16(ordered, _mm512_set1_epi16(0x0401));
   const __m512i quads = _mm512_madd_epi16(pairs, _mm512_set1_epi32(0x00100001));
   _mm_storeu_si128(reinterpret_cast<__m128i*>(out), _mm512_cvtepi32_epi8(quads));
