@@ -88,13 +88,17 @@ HWY_INLINE VU EncodeFloat4Magnitude(VF& v) {
 /// The code of |v| in float8 format F, the sign left to ApplyNarrowSign: EncodeNarrow without its
 /// sign.
 ///
-/// Saturation clamps the finite magnitude before rounding (a NaN stays NaN). The normal-range code
-/// rounds the float32 bits at the format's last mantissa bit (a carry moves into the exponent); below
-/// the smallest normal it wraps around to above every code, and the code comes from the FPU's own
-/// round-to-nearest-even of |v| + 2^k instead, where 2^k has the format's subnormal spacing as its ulp.
-/// From the smallest normal up, that sum's code is the normal code or above it (2^j·(1 + f) ≥ j + 1 +
-/// f, and from 2^k up it jumps by 2^23), so one unsigned minimum picks the right one. Overflow, ±inf and NaN end above
-/// the largest finite code, sorted out by one more minimum and, per format, a select.
+/// As EncodeFloat4Magnitude: |v| in binade k = max(e, emin) (e its exponent, emin the format's
+/// smallest normal exponent) has spacing 2^(k-M), and its code is 2^M·(k - emin) + RNE(|v|·2^(M-k))
+/// (a carry into 2^(M+1) is the next binade's first code; subnormal codes are the k = emin case).
+/// The factor goes into the exponent field by one integer addition of (M - k) << 23 =
+/// min((M + 127 - E) << 23, (M - emin) << 23), E the biased field, and one conversion rounds. ±0 and
+/// float32 subnormals end far below 1/2 and give 0. Saturation clamps the finite magnitude before
+/// (a NaN stays NaN). ±inf and NaN (E = 255) land at codes above 2^M·(128 - emin), above every
+/// finite code, as overflow does above the largest one: one minimum, and per format a select, sorts
+/// them out. Checked against types/float_formats.hpp's encode for every non-negative float32, both
+/// saturation modes, all four formats (a scalar model of these operations; the unit tests check the
+/// vectors on every target exhaustively over the high bits).
 template <class F>
 HWY_INLINE VU EncodeFloat8Magnitude(VF v, bool saturate) {
   static_assert(F::kBits == 8);
@@ -102,50 +106,42 @@ HWY_INLINE VU EncodeFloat8Magnitude(VF v, bool saturate) {
   const DI di;
   const DU du;
   constexpr int kM = F::kManBits;
-  constexpr int kS = 23 - kM;
+  constexpr int kMinExponent = 1 - F::kBias;  // emin
   // The largest finite value, as float32 bits: exponent and mantissa of kMaxCode, rebiased.
-  constexpr uint32_t kMaxBits = ((F::kMaxCode >> kM) + 127 - F::kBias) << 23 | (F::kMaxCode & F::kManMask) << kS;
-  const VF max = hn::BitCast(df, hn::Set(du, kMaxBits));
-  VU mag = hn::And(hn::BitCast(du, v), hn::Set(du, 0x7FFFFFFFu));
-  // FLOAT8 FNUZ formats with saturation: ±inf and NaN become the NaN, finite magnitudes are clamped.
-  // Moved up by 2^23, ±inf and NaN wrap around to negative int32 values, which a signed minimum with
-  // the moved-up largest finite value leaves alone; the rounding below moves them back, and the
-  // final minimum with the NaN code catches them as it catches overflow without saturation. (The
-  // move leaves bit kS, and so `odd`, as it was.)
-  const bool fnuz_saturate = F::kSpecials == SpecialValues::kFnuz && saturate;
-  const VU unclamped = mag;
-  const uint32_t move_up = fnuz_saturate ? 1u << 23 : 0u;
-  if (fnuz_saturate) {
-    mag = hn::BitCast(du, hn::Min(hn::BitCast(di, hn::Add(mag, hn::Set(du, move_up))),
-                                  hn::Set(di, static_cast<int32_t>(kMaxBits + move_up))));
-  } else if (saturate && F::kSpecials != SpecialValues::kNone) {
-    mag = hn::BitCast(du, MinKeepingNaN(max, hn::BitCast(df, mag)));
-  }
-  // Rounded at bit kS less the smallest normal's bits, then shifted: the code less 2^M, which wraps
-  // around below the smallest normal; adding 2^M back keeps it wrapped there.
-  constexpr uint32_t kSmallestNormalBits = static_cast<uint32_t>(128 - F::kBias) << 23;
-  const VU odd = hn::And(hn::ShiftRight<kS>(mag), hn::Set(du, 1u));
-  const VU rounded = hn::Add(mag, hn::Add(hn::Set(du, (1u << (kS - 1)) - 1u - kSmallestNormalBits - move_up), odd));
-  const VU code = hn::Add(hn::ShiftRight<kS>(rounded), hn::Set(du, 1u << kM));
-  // Below the smallest normal: spacing 2^(1 - bias - M).
-  const VF magic = hn::BitCast(df, hn::Set(du, static_cast<uint32_t>(127 + 1 - F::kBias - kM + 23) << 23));
-  const VU tiny_code = hn::Sub(hn::BitCast(du, hn::Add(hn::BitCast(df, fnuz_saturate ? unclamped : mag), magic)),
-                               hn::BitCast(du, magic));
-  const VU both = hn::Min(code, tiny_code);
+  constexpr uint32_t kMaxBits = ((F::kMaxCode >> kM) + 127 - F::kBias) << 23 | (F::kMaxCode & F::kManMask) << (23 - kM);
+  constexpr bool kFnuz = F::kSpecials == SpecialValues::kFnuz;
+  const VU unclamped = hn::And(hn::BitCast(du, v), hn::Set(du, 0x7FFFFFFFu));
+  VU mag = unclamped;
+  // FNUZ formats saturate ±inf to their NaN, not to the largest value: they are sorted out below.
+  if (saturate && !kFnuz)
+    mag = hn::BitCast(du, MinKeepingNaN(hn::BitCast(df, hn::Set(du, kMaxBits)), hn::BitCast(df, mag)));
+  const VI exponent_field = hn::BitCast(di, hn::And(mag, hn::Set(du, 0x7F800000u)));
+  const VI factor =
+      hn::Min(hn::Sub(hn::Set(di, (kM + 127) << 23), exponent_field), hn::Set(di, (kM - kMinExponent) << 23));
+  const VI rounded = NearestIntInRange(hn::BitCast(df, hn::Add(hn::BitCast(di, mag), factor)));
+  // 2^M·(k - emin) = ((M - emin) << M) - (factor >> (23 - M)).
+  const VU code = hn::BitCast(
+      du, hn::Sub(hn::Add(rounded, hn::Set(di, (kM - kMinExponent) << kM)), hn::ShiftRight<23 - kM>(factor)));
   if constexpr (F::kSpecials == SpecialValues::kFn) {
     // Overflow (not saturating), ±inf and NaN: the NaN S.1111.111.
-    return hn::Min(both, hn::Set(du, F::kMagnitudeMask));
+    return hn::Min(code, hn::Set(du, F::kMagnitudeMask));
   } else if constexpr (F::kSpecials == SpecialValues::kIeee) {
     // Saturating, only a NaN passes the largest finite code, and the quiet NaN's code is above it;
     // otherwise overflow and ±inf give ±inf and a NaN the quiet NaN.
-    if (saturate) return hn::Min(both, hn::Set(du, nan_code<F>(false)));
-    const auto is_nan = hn::Gt(hn::BitCast(di, mag), hn::Set(di, 0x7F800000));
+    if (saturate) return hn::Min(code, hn::Set(du, nan_code<F>(false)));
+    const auto is_nan = hn::Gt(hn::BitCast(di, unclamped), hn::Set(di, 0x7F800000));
     return hn::IfThenElse(hn::RebindMask(du, is_nan), hn::Set(du, nan_code<F>(false)),
-                          hn::Min(both, hn::Set(du, F::kExpFieldMax << kM)));
+                          hn::Min(code, hn::Set(du, F::kExpFieldMax << kM)));
   } else {
-    static_assert(F::kSpecials == SpecialValues::kFnuz);
-    // Overflow (not saturating), ±inf and NaN: the unsigned NaN 0x80.
-    return hn::Min(both, hn::Set(du, F::kSignBit));
+    static_assert(kFnuz);
+    // Overflow (not saturating), ±inf and NaN: the unsigned NaN 0x80; saturating, finite overflow
+    // takes the largest code and only ±inf and NaN the NaN.
+    if (saturate) {
+      const auto finite = hn::Lt(hn::BitCast(di, unclamped), hn::Set(di, 0x7F800000));
+      return hn::IfThenElse(hn::RebindMask(du, finite), hn::Min(code, hn::Set(du, F::kMaxCode)),
+                            hn::Set(du, F::kSignBit));
+    }
+    return hn::Min(code, hn::Set(du, F::kSignBit));
   }
 }
 
