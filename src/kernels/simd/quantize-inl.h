@@ -185,6 +185,12 @@ HWY_INLINE bool UseReciprocal() {
 #endif
 }
 
+/// Whether output type Y's blocks along the last axis take each block's own reciprocal in the flat
+/// loop where the target's route is the reciprocal one: the rounding check's outputs (Markstein per
+/// block measured slower than the division for float8, whose encoder bounds the loop).
+template <T Y>
+constexpr bool kBlockReciprocals = rounding_check_applies(Y);
+
 /// x · (1/s), with the scale slot holding 1/s where ExactReciprocal proved the product exact.
 struct MultiplyByExactReciprocal {
   static HWY_INLINE VF Quotient(VF x, VF reciprocal) { return hn::Mul(x, reciprocal); }
@@ -700,7 +706,7 @@ HWY_NOINLINE void QuantizeVectorBlocks(const QuantizeCall& c, void* y, int64_t b
       if (ExactReciprocalsInPlace(params.scale, count >> shift)) {
         loop(MultiplyByExactReciprocal{});
 #if HWY_NATIVE_FMA
-      } else if (rounding_check_applies(Y) && reciprocal &&
+      } else if (kBlockReciprocals<Y> && reciprocal &&
                  MarksteinReciprocals(params.scale, params.reciprocal, count >> shift)) {
         loop(PerVectorReciprocals<RoundingCheck>{});
 #endif
@@ -721,10 +727,11 @@ template <T X, T P, T Y>
 HWY_NOINLINE void QuantizeKernelBody(const QuantizeCall& c, void* y, int64_t begin, int64_t end, bool reciprocal,
                                      bool stream) {
   const int64_t lanes = static_cast<int64_t>(hn::Lanes(DF()));
-  // The flat loop takes each block's reciprocal where the target's route multiplies by one; blocks
-  // of four vectors and more then keep a loop per block, one reciprocal per block in a register.
+  // Where the target's route multiplies by a reciprocal, the flat loop takes each block's own for
+  // kBlockReciprocals outputs; for the others it divides, so their blocks of four vectors and more
+  // keep a loop per block with one reciprocal in a register.
   const int shift =
-      VectorBlockShift(c.plan, lanes, (reciprocal && !rounding_check_applies(Y) ? 3 : kMaxFlatBlockVectors) * lanes);
+      VectorBlockShift(c.plan, lanes, (reciprocal && !kBlockReciprocals<Y> ? 3 : kMaxFlatBlockVectors) * lanes);
   if (shift >= 0) {
     // Whole blocks in the middle; a partial block at either end of the task goes the general way.
     // 2/4-bit y packs whole groups of four vectors in registers: the last partial group goes the
