@@ -78,7 +78,7 @@ std::vector<Target> compiled_targets() { return {}; }
 void set_target(int64_t) {}
 void force_quotient_route(QuotientRoute) {}
 QuotientRoute forced_quotient_route() { return QuotientRoute::kAuto; }
-QuotientRoute quotient_route(int64_t, bool) { return QuotientRoute::kDivide; }
+QuotientRoute quotient_route(int64_t, ReciprocalKind) { return QuotientRoute::kDivide; }
 const char* quotient_route_name(QuotientRoute) { return "division"; }
 const char* quotient_route_description(int64_t, DataType) { return "division"; }
 bool markstein_quotients(int64_t, float, const float*, float*, int64_t, bool) { return false; }

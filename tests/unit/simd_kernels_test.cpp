@@ -1238,6 +1238,127 @@ TEST_P(SimdKernelsTest, ReciprocalRoutesMatchScalarNearHalfIntegersInBlocks) {
   expect_compared(5 * 2 * 6);
 }
 
+/// The code of v in narrow float format y (the float8 types, FLOAT4E2M1), as the scalar kernel
+/// encodes it.
+uint32_t narrow_code(T y, float v, bool saturate) {
+  switch (y) {
+    case T::kFloat8E4M3FN: return encode<Float8E4M3FNFormat>(v, saturate);
+    case T::kFloat8E4M3FNUZ: return encode<Float8E4M3FNUZFormat>(v, saturate);
+    case T::kFloat8E5M2: return encode<Float8E5M2Format>(v, saturate);
+    case T::kFloat8E5M2FNUZ: return encode<Float8E5M2FNUZFormat>(v, saturate);
+    default: return encode<Float4E2M1Format>(v, true);
+  }
+}
+
+/// The finite values of narrow float format y in increasing order of magnitude, from 0.
+std::vector<double> narrow_magnitudes(T y) {
+  std::vector<double> values;
+  for (uint32_t code = 0; code < (y == T::kFloat4E2M1 ? 8u : 128u); ++code) {
+    float v = 0;
+    switch (y) {
+      case T::kFloat8E4M3FN: v = decode<Float8E4M3FNFormat>(code); break;
+      case T::kFloat8E4M3FNUZ: v = decode<Float8E4M3FNUZFormat>(code); break;
+      case T::kFloat8E5M2: v = decode<Float8E5M2Format>(code); break;
+      case T::kFloat8E5M2FNUZ: v = decode<Float8E5M2FNUZFormat>(code); break;
+      default: v = decode<Float4E2M1Format>(code); break;
+    }
+    if (std::isfinite(v)) values.push_back(v);
+  }
+  return values;
+}
+
+/// The rounding check on the code (CodeRoundingCheck: float8 and FLOAT4E2M1 outputs encode x·RN(1/s)
+/// and divide only groups with a scaled value near a half-integer) against the scalar kernel, under
+/// the forced reciprocal route, both saturation modes: quotients spread over each format's binades,
+/// quotients at and 1-3 ulps beside every rounding boundary (the midpoints of neighbouring values,
+/// and the overflow boundary past the largest), where the product rounds to the other code for some
+/// of them, and quotients about FLT_MAX, where the product overflows to ±inf while the division
+/// stays finite, or the reverse (FNUZ saturating encodes the two unlike). Per tensor and in blocks
+/// along the last axis of one to eight vectors, each block with its own scale (the flat loop).
+TEST_P(SimdKernelsTest, CodeRoundingCheckMatchesScalarNearRoundingBoundaries) {
+  std::mt19937 rng(23);
+  const std::vector<float> pool{0.0173f, 2.0f / 127.0f, 1.0f / 3.0f, -0.37f, 3e-5f, 7.1f, 0x1.0f0f1p+0f, 0x1.3p-62f};
+  const simd::ScopedQuotientRoute forced(simd::QuotientRoute::kReciprocal);
+  int64_t misrounded = 0;  // inputs whose product x·RN(1/s) encodes unlike x / s
+  int64_t overflowed = 0;  // inputs whose product and quotient lie on either side of FLT_MAX
+  int64_t calls = 0;
+  for (const T y : {T::kFloat8E4M3FN, T::kFloat8E4M3FNUZ, T::kFloat8E5M2, T::kFloat8E5M2FNUZ, T::kFloat4E2M1}) {
+    const std::vector<double> magnitudes = narrow_magnitudes(y);
+    const double largest = magnitudes.back();
+    const double past_largest = largest + (largest - magnitudes[magnitudes.size() - 2]);
+    // A quotient near a rounding boundary of y, at and beside it by up to three ulps of x.
+    const auto near_boundary = [&](float scale) {
+      const size_t k = rng() % magnitudes.size();
+      const double upper = k + 1 < magnitudes.size() ? magnitudes[k + 1] : past_largest;
+      float x = static_cast<float>((magnitudes[k] + upper) / 2 * (rng() % 2 ? 1.0 : -1.0) * scale);
+      for (int step = static_cast<int>(rng() % 7) - 3; step != 0; step += step > 0 ? -1 : 1)
+        x = std::nextafter(x, step > 0 ? 2 * x : 0.0f);
+      return x;
+    };
+    std::uniform_real_distribution<double> exponent(std::log2(magnitudes[1]) - 2, std::log2(largest) + 1);
+    for (const float scale : pool) {
+      for (const bool saturate : {true, false}) {
+        if (y == T::kFloat4E2M1 && !saturate) continue;
+        const int64_t n = 4096 + 52;
+        std::vector<float> xs(static_cast<size_t>(n));
+        for (int64_t i = 0; i < n; ++i) {
+          float x = static_cast<float>(std::exp2(exponent(rng)) * (rng() % 2 ? 1.0 : -1.0) * scale);
+          // Sparse, so that most groups of four vectors keep the product: the check's fast path.
+          if (rng() % 256 == 0) x = near_boundary(scale);
+          xs[static_cast<size_t>(i)] = x;
+        }
+        if (std::fabs(scale) < 1) {
+          // About FLT_MAX: each x within 64 ulps of FLT_MAX · s whose product and quotient lie on
+          // either side of the overflow, one per 200 elements (a group of its own, nearly always).
+          const float around = std::numeric_limits<float>::max() * scale;
+          int64_t at = 7;
+          for (int step = -64; step <= 64 && at < n; ++step) {
+            float x = around;
+            for (int k = 0; k < (step < 0 ? -step : step); ++k) x = std::nextafter(x, step > 0 ? 2 * x : 0.0f);
+            if (std::isinf(x * (1.0f / scale)) == std::isinf(x / scale)) continue;
+            xs[static_cast<size_t>(at)] = x;
+            at += 200;
+            ++overflowed;
+          }
+        }
+        for (const float x : xs) {
+          if (narrow_code(y, x * (1.0f / scale), saturate) != narrow_code(y, x / scale, saturate)) ++misrounded;
+        }
+        check_quantize_with(T::kFloat, T::kFloat, y, {n}, {}, 0, 0, saturate, {scale}, xs, rng);
+        ++calls;
+      }
+    }
+    // Blocks of 8 to 128 elements, each with its own scale (one of them beyond 2^62 in some rows:
+    // its piece divides).
+    for (const int64_t block : {8, 16, 32, 64, 128}) {
+      for (const bool saturate : {true, false}) {
+        if (y == T::kFloat4E2M1 && !saturate) continue;
+        const int64_t rows = 6;
+        const int64_t cols = 16 * block;
+        const int64_t n = rows * cols;
+        std::vector<float> scales(static_cast<size_t>(n / block));
+        for (float& scale : scales) scale = pool[rng() % pool.size()];
+        if (block == 32) scales[scales.size() / 2] = 0x1p63f;
+        std::vector<float> xs(static_cast<size_t>(n));
+        for (int64_t i = 0; i < n; ++i) {
+          const float scale = scales[static_cast<size_t>(i / block)];
+          float x = rng() % 128 == 0 ? near_boundary(scale)
+                                     : static_cast<float>(std::exp2(exponent(rng)) * (rng() % 2 ? 1.0 : -1.0) * scale);
+          xs[static_cast<size_t>(i)] = x;
+          if (narrow_code(y, x * (1.0f / scale), saturate) != narrow_code(y, x / scale, saturate)) ++misrounded;
+        }
+        check_quantize_with(T::kFloat, T::kFloat, y, {rows, cols}, {rows, cols / block}, 1, block, saturate, scales, xs,
+                            rng);
+        ++calls;
+      }
+    }
+  }
+  // The inputs do reach the cases that the check exists for.
+  EXPECT_GT(misrounded, 0);
+  EXPECT_GT(overflowed, 0);
+  expect_compared(calls);
+}
+
 TEST_P(SimdKernelsTest, DequantizeFloat8E8M0ScalesEveryCode) {
   std::mt19937 rng(11);
   for (T x : kQuantizedTypes) {

@@ -73,16 +73,18 @@ HWY_INLINE VF ClampNaNToLimit(VF v, VF limit) {
 /// addition of (1 - k) << 23 = min((128 - E) << 23, 1 << 23), E the biased field. Below binade 0 the
 /// sum is 2|v| for normal v, and for ±0 and subnormals a value under 2^-125, which rounds to 0 as 2|v|
 /// does. The addition keeps v's sign, which the conversion keeps and the absolute value drops.
-HWY_INLINE VU EncodeFloat4Magnitude(VF& v) {
+/// `scaled` receives ±|v|·2^(1-k), the value that the conversion rounds (CodeRoundingCheck reads it).
+HWY_INLINE VU EncodeFloat4Magnitude(VF& v, VF& scaled) {
   const DF df;
   const DI di;
   v = ClampNaNToLimit(v, hn::Set(df, 6.0f));
   const VI bits = hn::BitCast(di, v);
   const VI exponent_field = hn::And(bits, hn::Set(di, 0x7F800000));
   const VI factor = hn::Min(hn::Sub(hn::Set(di, 128 << 23), exponent_field), hn::Set(di, 1 << 23));
-  const VI scaled = hn::Abs(NearestIntInRange(hn::BitCast(df, hn::Add(bits, factor))));
+  scaled = hn::BitCast(df, hn::Add(bits, factor));
+  const VI rounded = hn::Abs(NearestIntInRange(scaled));
   // 2k = 2 - (factor >> 22).
-  return hn::BitCast(DU(), hn::Sub(hn::Add(scaled, hn::Set(di, 2)), hn::ShiftRight<22>(factor)));
+  return hn::BitCast(DU(), hn::Sub(hn::Add(rounded, hn::Set(di, 2)), hn::ShiftRight<22>(factor)));
 }
 
 /// The code of |v| in float8 format F, the sign left to ApplyNarrowSign: EncodeNarrow without its
@@ -99,8 +101,10 @@ HWY_INLINE VU EncodeFloat4Magnitude(VF& v) {
 /// them out. Checked against types/float_formats.hpp's encode for every non-negative float32, both
 /// saturation modes, all four formats (a scalar model of these operations; the unit tests check the
 /// vectors on every target exhaustively over the high bits).
+/// `scaled` receives |v|·2^(M-k) (v saturated first where that applies), the value that the
+/// conversion rounds (CodeRoundingCheck reads it).
 template <class F>
-HWY_INLINE VU EncodeFloat8Magnitude(VF v, bool saturate) {
+HWY_INLINE VU EncodeFloat8Magnitude(VF v, bool saturate, VF& scaled) {
   static_assert(F::kBits == 8);
   const DF df;
   const DI di;
@@ -118,7 +122,8 @@ HWY_INLINE VU EncodeFloat8Magnitude(VF v, bool saturate) {
   const VI exponent_field = hn::BitCast(di, hn::And(mag, hn::Set(du, 0x7F800000u)));
   const VI factor =
       hn::Min(hn::Sub(hn::Set(di, (kM + 127) << 23), exponent_field), hn::Set(di, (kM - kMinExponent) << 23));
-  const VI rounded = NearestIntInRange(hn::BitCast(df, hn::Add(hn::BitCast(di, mag), factor)));
+  scaled = hn::BitCast(df, hn::Add(hn::BitCast(di, mag), factor));
+  const VI rounded = NearestIntInRange(scaled);
   // 2^M·(k - emin) = ((M - emin) << M) - (factor >> (23 - M)).
   const VU code = hn::BitCast(
       du, hn::Sub(hn::Add(rounded, hn::Set(di, (kM - kMinExponent) << kM)), hn::ShiftRight<23 - kM>(factor)));
@@ -148,13 +153,20 @@ HWY_INLINE VU EncodeFloat8Magnitude(VF v, bool saturate) {
 /// The code of |v| in format F (a float8 type or FLOAT4E2M1), the sign left to ApplyNarrowSign.
 /// FLOAT4E2M1 replaces v by v clamped to ±6, NaN by +6, whose sign is then the code's; the float8
 /// formats leave v as it is.
+/// `scaled` receives the value that the encoder's conversion rounds to the code's low part.
+template <class F>
+HWY_INLINE VU EncodeNarrowMagnitude(VF& v, bool saturate, VF& scaled) {
+  if constexpr (std::is_same_v<F, Float4E2M1Format>) {
+    return EncodeFloat4Magnitude(v, scaled);
+  } else {
+    return EncodeFloat8Magnitude<F>(v, saturate, scaled);
+  }
+}
+
 template <class F>
 HWY_INLINE VU EncodeNarrowMagnitude(VF& v, bool saturate) {
-  if constexpr (std::is_same_v<F, Float4E2M1Format>) {
-    return EncodeFloat4Magnitude(v);
-  } else {
-    return EncodeFloat8Magnitude<F>(v, saturate);
-  }
+  VF scaled;
+  return EncodeNarrowMagnitude<F>(v, saturate, scaled);
 }
 
 /// The signed code of EncodeNarrowMagnitude's `magnitude` and (possibly replaced) v: v's sign bit

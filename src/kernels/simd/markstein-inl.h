@@ -167,23 +167,66 @@ struct RoundingCheck {
   }
 };
 
-/// Route (Markstein or RoundingCheck) with each vector's own scale and reciprocal, both read from the
-/// loop's Params (Scale and Reciprocal): blocks along the last axis, whose every scale
-/// MarksteinReciprocal accepted (MarksteinReciprocals).
+/// The rounding check on the code, for the float8 types and FLOAT4E2M1 without a zero point, whose
+/// encoders (EncodeNarrowMagnitude) round one scaled value t = |q|·2^(M-k) to the code's low part
+/// (k = max(e, emin), e the exponent of q, M the mantissa bits): the code is RNE of a continuous,
+/// monotone function of |q| with slope 2^(M-k), clamped where saturation clamps. With r = RN(1/s),
+/// s in [2^-62, 2^62], q0 = RN(x·r) and RN(x / s) both lie within (2^-23 + 2^-24 + 2^-48)·|x / s|
+/// of x / s, so their scaled values lie within 1.5·2^(M-22)·(1 + 2^-20) < 2^-18 of each other (M <= 3;
+/// a binade boundary between them changes the slope, not the bound). Where q0's scaled value is
+/// further than 2^-16 from every half-integer, no half-integer lies between the two and both round
+/// to the same code. Quotients beyond the float32 range or below its normal range change nothing:
+/// NaN q0 is exactly NaN x / s; float32 subnormals give code 0 either way; an overflow to ±inf on one
+/// side only gives the same code where ±inf and finite overflow do, which is every format and mode
+/// but FNUZ saturating (±inf → NaN, finite → largest value): there |q0| >= 2^127 takes the division.
+/// QuantizeLoop's group loop encodes q0, checks, and divides the whole group (DivideGroup) where a
+/// lane fails; the partial rest divides. About 2·2^-16 of lanes fall back: 0.2 % of 512-bit groups.
+struct CodeRoundingCheck {
+  static constexpr bool kChecksCodes = true;
+  VF reciprocal;
+
+  static HWY_INLINE VF QuotientWith(VF x, VF scale, VF) { return hn::Div(x, scale); }
+
+  /// Whether four vectors' codes from q0 stand for those of x / s: every scaled value further than
+  /// the margin from a half-integer (a NaN scaled value fails).
+  static HWY_INLINE hn::Mask<DF> Keeps(VF t0, VF t1, VF t2, VF t3) {
+    const VF nearest =
+        RoundingCheck::AbsMax(RoundingCheck::AbsMax(RoundingCheck::Fraction(t0), RoundingCheck::Fraction(t1)),
+                              RoundingCheck::AbsMax(RoundingCheck::Fraction(t2), RoundingCheck::Fraction(t3)));
+    return hn::Lt(nearest, hn::Set(DF(), 0.5f - 0x1p-16f));
+  }
+
+  HWY_INLINE VF Quotient(VF x, VF scale) const { return QuotientWith(x, scale, reciprocal); }
+  HWY_INLINE GroupDivisors Divisors(VF scale) const { return SameDivisors(scale, reciprocal); }
+};
+
+/// Route (Markstein, RoundingCheck or CodeRoundingCheck) with each vector's own scale and reciprocal, both read from
+/// the loop's Params (Scale and Reciprocal): blocks along the last axis, whose every scale MarksteinReciprocal accepted
+/// (MarksteinReciprocals).
 template <class Route>
 struct PerVectorReciprocals {
+  static constexpr bool kChecksCodes = requires { Route::kChecksCodes; };
   template <class Params>
   HWY_INLINE VF Quotient(VF x, const Params& params, int64_t k, size_t n) const {
     return Route::QuotientWith(x, params.Scale(k, n), params.Reciprocal(k, n));
   }
+  /// The divisors of the group of four vectors at run element k.
   template <class Params>
-  HWY_INLINE void Group(VF& x0, VF& x1, VF& x2, VF& x3, const Params& params, int64_t k) const {
+  HWY_INLINE GroupDivisors Divisors(const Params& params, int64_t k) const {
     const int64_t lanes = static_cast<int64_t>(hn::Lanes(DF()));
     const size_t full = static_cast<size_t>(lanes);
-    Route::GroupWith(x0, x1, x2, x3,
-                     {params.Scale(k, full), params.Scale(k + lanes, full), params.Scale(k + 2 * lanes, full),
-                      params.Scale(k + 3 * lanes, full), params.Reciprocal(k, full), params.Reciprocal(k + lanes, full),
-                      params.Reciprocal(k + 2 * lanes, full), params.Reciprocal(k + 3 * lanes, full)});
+    return {params.Scale(k, full),
+            params.Scale(k + lanes, full),
+            params.Scale(k + 2 * lanes, full),
+            params.Scale(k + 3 * lanes, full),
+            params.Reciprocal(k, full),
+            params.Reciprocal(k + lanes, full),
+            params.Reciprocal(k + 2 * lanes, full),
+            params.Reciprocal(k + 3 * lanes, full)};
+  }
+  template <class Params>
+  HWY_INLINE void Group(VF& x0, VF& x1, VF& x2, VF& x3, const Params& params, int64_t k) const {
+    Route::GroupWith(x0, x1, x2, x3, Divisors(params, k));
   }
 };
 

@@ -174,22 +174,34 @@ struct Divide {
   static HWY_INLINE VF Quotient(VF x, VF scale) { return hn::Div(x, scale); }
 };
 
-/// Whether output type Y's float32 broadcast runs take this target's reciprocal route: the rounding
-/// check for 8-bit and narrower integers, Markstein's for the rest (each measured once per target).
+/// Whether a quotient route's groups are checked on their codes (CodeRoundingCheck), so that
+/// QuantizeLoop encodes before it commits.
+template <class Route>
+constexpr bool ChecksCodes() {
+  if constexpr (requires { Route::kChecksCodes; }) {
+    return Route::kChecksCodes;
+  } else {
+    return false;
+  }
+}
+
+/// Whether output type Y's float32 broadcast runs take this target's reciprocal route (the call's
+/// zero point decides FLOAT4E2M1's: reciprocal_kind), each kind measured once per target.
 template <T Y>
-HWY_INLINE bool UseReciprocal() {
+HWY_INLINE bool UseReciprocal(const QuantizeCall& c) {
 #if HWY_NATIVE_FMA
-  return quotient_route(HWY_TARGET, rounding_check_applies(Y)) == QuotientRoute::kReciprocal;
+  return quotient_route(HWY_TARGET, reciprocal_kind(Y, c.zero_point != nullptr)) == QuotientRoute::kReciprocal;
 #else
+  (void)c;
   return false;
 #endif
 }
 
 /// Whether output type Y's blocks along the last axis take each block's own reciprocal in the flat
-/// loop where the target's route is the reciprocal one: the rounding check's outputs (Markstein per
-/// block measured slower than the division for float8, whose encoder bounds the loop).
+/// loop where the target's route is the reciprocal one: the rounding checks' outputs (Markstein per
+/// block measured slower than the division for float8 blocks, whose encoder bounds the loop).
 template <T Y>
-constexpr bool kBlockReciprocals = rounding_check_applies(Y);
+constexpr bool kBlockReciprocals = rounding_check_applies(Y) || is_float8(Y) || Y == T::kFloat4E2M1;
 
 /// x · (1/s), with the scale slot holding 1/s where ExactReciprocal proved the product exact.
 struct MultiplyByExactReciprocal {
@@ -306,6 +318,51 @@ HWY_INLINE void StoreQuotientGroup(const QuantizeCall& c, bool saturate, VF q0, 
   }
 }
 
+#if HWY_NATIVE_FMA
+/// StoreQuotientGroup for a narrow float y (float8, FLOAT4E2M1 without a zero point) under
+/// CodeRoundingCheck: x0..x3 · RN(1/s) encoded, kept where the check on the encoder's scaled values
+/// passes, else the group's divisions encoded (DivideGroup).
+template <T Y, bool kPackInRegisters>
+HWY_INLINE void StoreCheckedGroup(bool saturate, VF x0, VF x1, VF x2, VF x3, GroupDivisors d, uint8_t* out) {
+  using F = typename TypeTraits<Y>::Format;
+  const DI di;
+  VF q0 = hn::Mul(x0, d.r0), q1 = hn::Mul(x1, d.r1), q2 = hn::Mul(x2, d.r2), q3 = hn::Mul(x3, d.r3);
+  VF t0, t1, t2, t3;
+  // The FLOAT4E2M1 encoder replaces q by q clamped, whose sign the store takes.
+  VU m0 = EncodeNarrowMagnitude<F>(q0, saturate, t0), m1 = EncodeNarrowMagnitude<F>(q1, saturate, t1);
+  VU m2 = EncodeNarrowMagnitude<F>(q2, saturate, t2), m3 = EncodeNarrowMagnitude<F>(q3, saturate, t3);
+  auto keep = CodeRoundingCheck::Keeps(t0, t1, t2, t3);
+  if constexpr (F::kSpecials == SpecialValues::kFnuz) {
+    if (saturate) {
+      // ±inf and finite overflow encode unlike here: no product at 2^127 or beyond stands for x / s.
+      const VF largest = RoundingCheck::AbsMax(RoundingCheck::AbsMax(q0, q1), RoundingCheck::AbsMax(q2, q3));
+      keep = hn::And(keep, hn::Lt(largest, hn::Set(DF(), 0x1p127f)));
+    }
+  }
+  if (HWY_UNLIKELY(!hn::AllTrue(DF(), keep))) {
+    const GroupQuotients divided = DivideGroup(x0, x1, x2, x3, d.s0, d.s1, d.s2, d.s3);
+    q0 = divided.q0;
+    q1 = divided.q1;
+    q2 = divided.q2;
+    q3 = divided.q3;
+    m0 = EncodeNarrowMagnitude<F>(q0, saturate);
+    m1 = EncodeNarrowMagnitude<F>(q1, saturate);
+    m2 = EncodeNarrowMagnitude<F>(q2, saturate);
+    m3 = EncodeNarrowMagnitude<F>(q3, saturate);
+  }
+  if constexpr (is_float8(Y)) {
+    StoreSignedBytes4<F::kSpecials == SpecialValues::kFnuz>(
+        hn::BitCast(di, m0), hn::BitCast(di, m1), hn::BitCast(di, m2), hn::BitCast(di, m3), q0, q1, q2, q3, out);
+  } else if constexpr (kPackInRegisters) {
+    StoreSignedNibbles4(hn::BitCast(di, m0), hn::BitCast(di, m1), hn::BitCast(di, m2), hn::BitCast(di, m3), q0, q1, q2,
+                        q3, out);
+  } else {
+    StoreGroup<Y, false>(hn::BitCast(di, ApplyNarrowSign<F>(m0, q0)), hn::BitCast(di, ApplyNarrowSign<F>(m1, q1)),
+                         hn::BitCast(di, ApplyNarrowSign<F>(m2, q2)), hn::BitCast(di, ApplyNarrowSign<F>(m3, q3)), out);
+  }
+}
+#endif
+
 /// The one quantize loop: elements [first, first + count) of x, output element first + i at
 /// `out` + i (bytes per element for 8/16-bit y; for 2/4-bit y a code buffer, one code per byte, or
 /// with kPackInRegisters y itself at element `first`, which then starts a byte, and count a multiple
@@ -321,7 +378,7 @@ HWY_INLINE void QuantizeLoopWith(const QuantizeCall& c, bool saturate, int64_t f
   const int64_t lanes = static_cast<int64_t>(hn::Lanes(DF()));
   const size_t full = static_cast<size_t>(lanes);
   // Routes that read their parameters themselves (PerVectorReciprocals) take the Params.
-  constexpr bool kRouteReadsParams = requires(VF & v) { route.Group(v, v, v, v, params, int64_t{0}); };
+  constexpr bool kRouteReadsParams = requires(VF v) { route.Quotient(v, params, int64_t{0}, size_t{0}); };
   const auto quotient = [&](int64_t k, size_t n) QDQ_INLINE_LAMBDA {
     const VF x = LoadDividend<X>(c.x, first + k, n);
     if constexpr (kRouteReadsParams) {
@@ -347,7 +404,19 @@ HWY_INLINE void QuantizeLoopWith(const QuantizeCall& c, bool saturate, int64_t f
     for (uintptr_t line = 0; line < kGroupBytes; line += 64)
       hwy::Prefetch(reinterpret_cast<const uint8_t*>(ahead + static_cast<uintptr_t>(i) * kInBytes + line));
     uint8_t* const dst = kBytesPer != 0 ? out + i * kBytesPer : out + i * kBits / 8;
-    if constexpr (kRouteReadsParams || requires(VF & v) { route.Group(v, v, v, v, v); }) {
+    if constexpr (ChecksCodes<Quotient>()) {
+#if HWY_NATIVE_FMA
+      // The check reads the encoder's scaled values: encoded first, committed after.
+      const VF x0 = LoadDividend<X>(c.x, first + i, full), x1 = LoadDividend<X>(c.x, first + i + lanes, full);
+      const VF x2 = LoadDividend<X>(c.x, first + i + 2 * lanes, full);
+      const VF x3 = LoadDividend<X>(c.x, first + i + 3 * lanes, full);
+      if constexpr (kRouteReadsParams) {
+        StoreCheckedGroup<Y, kPackInRegisters>(saturate, x0, x1, x2, x3, route.Divisors(params, i), dst);
+      } else {
+        StoreCheckedGroup<Y, kPackInRegisters>(saturate, x0, x1, x2, x3, route.Divisors(params.Scale(i, full)), dst);
+      }
+#endif
+    } else if constexpr (kRouteReadsParams || requires(VF & v) { route.Group(v, v, v, v, v); }) {
       // The reciprocal routes check a whole group at once (one branch), with one scale for the run
       // or each vector's own.
       VF q0 = LoadDividend<X>(c.x, first + i, full), q1 = LoadDividend<X>(c.x, first + i + lanes, full);
@@ -421,6 +490,13 @@ HWY_INLINE void QuantizeBroadcast(const QuantizeCall& c, int64_t first, int64_t 
     if (reciprocal && MarksteinReciprocal(hn::GetLane(b.scale), &inverse)) {
       if constexpr (rounding_check_applies(Y)) {
         QuantizeLoop<X, P, Y, RoundingCheck, kPack>(c, first, count, b, out, RoundingCheck{hn::Set(DF(), inverse)});
+      } else if constexpr (code_check_applies(Y, false)) {
+        if (code_check_applies(Y, c.zero_point != nullptr)) {
+          QuantizeLoop<X, P, Y, CodeRoundingCheck, kPack>(c, first, count, b, out,
+                                                          CodeRoundingCheck{hn::Set(DF(), inverse)});
+        } else {
+          QuantizeLoop<X, P, Y, Markstein, kPack>(c, first, count, b, out, Markstein{hn::Set(DF(), inverse)});
+        }
       } else {
         QuantizeLoop<X, P, Y, Markstein, kPack>(c, first, count, b, out, Markstein{hn::Set(DF(), inverse)});
       }
@@ -708,7 +784,16 @@ HWY_NOINLINE void QuantizeVectorBlocks(const QuantizeCall& c, void* y, int64_t b
 #if HWY_NATIVE_FMA
       } else if (kBlockReciprocals<Y> && reciprocal &&
                  MarksteinReciprocals(params.scale, params.reciprocal, count >> shift)) {
-        loop(PerVectorReciprocals<RoundingCheck>{});
+        if constexpr (rounding_check_applies(Y)) {
+          loop(PerVectorReciprocals<RoundingCheck>{});
+        } else if constexpr (kBlockReciprocals<Y>) {
+          // FLOAT4E2M1 with a zero point divides: Markstein per block lost to the division.
+          if (code_check_applies(Y, c.zero_point != nullptr)) {
+            loop(PerVectorReciprocals<CodeRoundingCheck>{});
+          } else {
+            loop(Divide{});
+          }
+        }
 #endif
       } else {
         loop(Divide{});
@@ -760,7 +845,7 @@ HWY_NOINLINE void QuantizeKernelBody(const QuantizeCall& c, void* y, int64_t beg
 template <T X, T P, T Y, StoreMode kStores>
 void QuantizeKernelT(const QuantizeCall& c, void* y, int64_t begin, int64_t end) {
   bool reciprocal = false;
-  if constexpr (P == T::kFloat) reciprocal = UseReciprocal<Y>();
+  if constexpr (P == T::kFloat) reciprocal = UseReciprocal<Y>(c);
   QuantizeKernelBody<X, P, Y>(c, y, begin, end, reciprocal, kStores == StoreMode::kStream);
   // The task's non-temporal stores are ordered before whatever reports it done.
   if constexpr (kStores == StoreMode::kStream) hwy::FlushStream();

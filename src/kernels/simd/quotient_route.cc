@@ -55,7 +55,8 @@ QuotientRoute default_route(int64_t target) {
 }
 
 /// The two routes' best times (seconds) for one per-tensor float32 -> y kernel of `target` on an
-/// in-cache buffer of quantization-like data (quotients within ±127, fractions spread evenly).
+/// in-cache buffer of quantization-like data (quotients within ±127, fractions spread evenly; for
+/// float8e4m3fn, codes of every binade up to 127).
 struct Timing {
   double divide = 1e30;
   double reciprocal = 1e30;
@@ -81,9 +82,11 @@ class KernelTimer {
 
   bool valid() const { return kernel_ != nullptr; }
 
-  /// One run of the kernel with `route`, in seconds.
+  /// One run of the kernel with `route`, in seconds, timed after an untimed one: a first run after
+  /// another kernel measured up to 20 % off either way on the Xeon (AVX-512), enough to flip a choice.
   double run(QuotientRoute route) {
     measuring = route;
+    kernel_(call_, y_.data(), 0, kElements);
     const auto start = std::chrono::steady_clock::now();
     kernel_(call_, y_.data(), 0, kElements);
     const auto stop = std::chrono::steady_clock::now();
@@ -92,18 +95,13 @@ class KernelTimer {
   }
 
  private:
-  static constexpr int64_t kElements = 2048;  // 8 KiB in: in L1 beside the output
+  static constexpr int64_t kElements = 4096;  // 16 KiB in: in L1 beside the output
   std::vector<float> x_;
   std::array<int64_t, 1> shape_{};
   const float scale_ = 2.0f / 127.0f;  // not a power of two: the reciprocal routes apply
   QuantizeCall call_{};
   QuantizeKernel kernel_ = nullptr;
   std::vector<uint8_t> y_;
-};
-
-struct Measured {
-  QuotientRoute rounding_check = QuotientRoute::kDivide;
-  QuotientRoute other = QuotientRoute::kDivide;
 };
 
 QuotientRoute decide(const Timing& t, int64_t target) {
@@ -113,24 +111,33 @@ QuotientRoute decide(const Timing& t, int64_t target) {
   return default_route(target);
 }
 
-/// Times int8 (rounding check) and int16 (Markstein) outputs with each route, best of 16 runs each,
-/// the routes and kernels alternating so that a slow moment of the machine hits them alike.
-Measured measure(int64_t target) {
-  KernelTimer narrow(target, DataType::kInt8);
-  KernelTimer wide(target, DataType::kInt16);
-  Timing narrow_time, wide_time;
-  if (!narrow.valid() || !wide.valid()) return {};
+/// The output type timed for each ReciprocalKind.
+constexpr std::array<DataType, kReciprocalKinds> kTimedOutputs{DataType::kInt8, DataType::kFloat8E4M3FN,
+                                                               DataType::kInt16};
+
+/// Times each kind's output with each route, best of 16 runs each, the routes and kernels alternating
+/// so that a slow moment of the machine hits them alike.
+std::array<QuotientRoute, kReciprocalKinds> measure(int64_t target) {
+  std::array<QuotientRoute, kReciprocalKinds> routes;
+  routes.fill(QuotientRoute::kDivide);
+  std::vector<KernelTimer> timers;
+  timers.reserve(kTimedOutputs.size());  // each timer's call points at its own members: never moved
+  for (const DataType y : kTimedOutputs) {
+    timers.emplace_back(target, y);
+    if (!timers.back().valid()) return routes;
+  }
+  std::array<Timing, kReciprocalKinds> times;
   for (const QuotientRoute route : {QuotientRoute::kDivide, QuotientRoute::kReciprocal}) {  // warm caches
-    narrow.run(route);
-    wide.run(route);
+    for (KernelTimer& timer : timers) timer.run(route);
   }
   for (int round = 0; round < 16; ++round) {
-    narrow_time.divide = std::min(narrow_time.divide, narrow.run(QuotientRoute::kDivide));
-    narrow_time.reciprocal = std::min(narrow_time.reciprocal, narrow.run(QuotientRoute::kReciprocal));
-    wide_time.divide = std::min(wide_time.divide, wide.run(QuotientRoute::kDivide));
-    wide_time.reciprocal = std::min(wide_time.reciprocal, wide.run(QuotientRoute::kReciprocal));
+    for (size_t kind = 0; kind < timers.size(); ++kind) {
+      times[kind].divide = std::min(times[kind].divide, timers[kind].run(QuotientRoute::kDivide));
+      times[kind].reciprocal = std::min(times[kind].reciprocal, timers[kind].run(QuotientRoute::kReciprocal));
+    }
   }
-  return {decide(narrow_time, target), decide(wide_time, target)};
+  for (size_t kind = 0; kind < times.size(); ++kind) routes[kind] = decide(times[kind], target);
+  return routes;
 }
 
 }  // namespace
@@ -139,21 +146,22 @@ void force_quotient_route(QuotientRoute route) { forced().store(static_cast<int>
 
 QuotientRoute forced_quotient_route() { return static_cast<QuotientRoute>(forced().load(std::memory_order_relaxed)); }
 
-QuotientRoute quotient_route(int64_t target, bool rounding_check) {
+QuotientRoute quotient_route(int64_t target, ReciprocalKind kind) {
   if (!has_fma(target)) return QuotientRoute::kDivide;
   if (measuring != QuotientRoute::kAuto) return measuring;
   const QuotientRoute route = forced_quotient_route();
   if (route != QuotientRoute::kAuto) return route;
   constexpr int kBits = 64;
   static std::array<std::once_flag, kBits> once;
-  static std::array<std::atomic<int>, kBits> measured{};  // Measured's two routes, 4 bits each
+  static std::array<std::atomic<int>, kBits> measured{};  // each kind's route, 4 bits each
   const size_t index = static_cast<size_t>(std::countr_zero(static_cast<uint64_t>(target)) % kBits);
   std::call_once(once[index], [&] {
-    const Measured m = measure(target);
-    measured[index].store(static_cast<int>(m.rounding_check) | (static_cast<int>(m.other) << 4));
+    const std::array<QuotientRoute, kReciprocalKinds> routes = measure(target);
+    int packed = 0;
+    for (size_t k = 0; k < routes.size(); ++k) packed |= static_cast<int>(routes[k]) << (4 * k);
+    measured[index].store(packed);
   });
-  const int both = measured[index].load();
-  return static_cast<QuotientRoute>(rounding_check ? both & 0xF : both >> 4);
+  return static_cast<QuotientRoute>((measured[index].load() >> (4 * static_cast<int>(kind))) & 0xF);
 }
 
 const char* quotient_route_name(QuotientRoute route) {
@@ -166,9 +174,14 @@ const char* quotient_route_name(QuotientRoute route) {
 }
 
 const char* quotient_route_description(int64_t target, DataType y) {
-  const bool rounding_check = rounding_check_applies(y);
-  if (quotient_route(target, rounding_check) != QuotientRoute::kReciprocal) return "division";
-  return rounding_check ? "rounding check" : "Markstein reciprocal";
+  const ReciprocalKind kind = reciprocal_kind(y, false);
+  if (quotient_route(target, kind) != QuotientRoute::kReciprocal) return "division";
+  switch (kind) {
+    case ReciprocalKind::kRoundingCheck: return "rounding check";
+    case ReciprocalKind::kCodeCheck: return "code rounding check";
+    case ReciprocalKind::kMarkstein: return "Markstein reciprocal";
+  }
+  return "division";
 }
 
 }  // namespace qdq::detail::simd

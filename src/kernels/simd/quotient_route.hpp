@@ -1,8 +1,9 @@
 // How the vectorised quantize kernels form x / s for float32 division by one scale held in a register:
 // the division, or a reciprocal route that gives the same codes (markstein-inl.h): the rounding check
-// for integer outputs of at most 8 bits, Markstein's corrected reciprocal for the others. Which is
-// faster depends on the target and the CPU (vdivps at 512 bits is slow on Intel, fast at 256 bits on
-// Zen 3), so each target times both once, at first use, on the real kernels. Plain C++.
+// for integer outputs of at most 8 bits, the rounding check on the code for the float8 types and
+// FLOAT4E2M1, Markstein's corrected reciprocal for the others. Which is faster depends on the target,
+// the CPU and the output (vdivps at 512 bits is slow on Intel, fast at 256 bits on Zen 3), so each
+// target times both once per kind, at first use, on the real kernels. Plain C++.
 #pragma once
 
 #include <cstdint>
@@ -14,9 +15,29 @@ namespace qdq::detail::simd {
 
 enum class QuotientRoute : int { kAuto = 0, kDivide = 1, kReciprocal = 2 };
 
-/// Whether output type y's reciprocal route is the rounding check (integers of at most 8 bits, whose
-/// every quotient beyond ±384 saturates) rather than Markstein's. Allocates nothing.
+/// Which reciprocal route an output takes where its target chose the reciprocal over the division.
+enum class ReciprocalKind : int {
+  kRoundingCheck = 0,  // integers of at most 8 bits, whose every quotient beyond ±384 saturates
+  kCodeCheck = 1,      // float8 and FLOAT4E2M1: the rounding check on the encoder's scaled value
+  kMarkstein = 2,      // the others: Markstein's corrected reciprocal, the quotient itself
+};
+inline constexpr int kReciprocalKinds = 3;
+
+/// Whether output type y's reciprocal route is the rounding check (integers of at most 8 bits).
+/// Allocates nothing.
 constexpr bool rounding_check_applies(DataType y) { return is_quantized_integer(y) && quantized_bits(y) <= 8; }
+
+/// Whether output type y's reciprocal route is the rounding check on the code: the float8 types, and
+/// FLOAT4E2M1 where no zero point is added to the quotient before it is encoded. Allocates nothing.
+constexpr bool code_check_applies(DataType y, bool zero_point) {
+  return is_float8(y) || (y == DataType::kFloat4E2M1 && !zero_point);
+}
+
+/// The reciprocal route of output type y, with or without a zero point. Allocates nothing.
+constexpr ReciprocalKind reciprocal_kind(DataType y, bool zero_point) {
+  if (rounding_check_applies(y)) return ReciprocalKind::kRoundingCheck;
+  return code_check_applies(y, zero_point) ? ReciprocalKind::kCodeCheck : ReciprocalKind::kMarkstein;
+}
 
 /// Forces the route of every target (kAuto: the measured one) until forced again; starts as
 /// QDQ_QUANTIZE_ROUTE (auto|divide|reciprocal, "markstein" = reciprocal, anything else = auto) says.
@@ -26,19 +47,21 @@ void force_quotient_route(QuotientRoute route);
 /// The forced route (kAuto where none is). Allocates nothing; thread-safe.
 QuotientRoute forced_quotient_route();
 
-/// The route `target`'s kernels take for outputs where the rounding check applies (`rounding_check`)
-/// or for the others: the forced one, or the one measured once per target at first use (both kernels
-/// timed on 2048 elements, best of 16 alternating runs each, a few tens of microseconds on the
-/// calling thread; thread-safe). The reciprocal route is kept where it was faster by 5 %, the division
-/// where that was; within that margin the target's default (kDefaultRoute in quotient_route.cc).
-/// Always kDivide on a target without fused multiply-add. Allocates only small buffers while measuring.
-QuotientRoute quotient_route(int64_t target, bool rounding_check);
+/// The route `target`'s kernels take for outputs whose reciprocal route is `kind`: the forced one, or
+/// the one measured once per target at first use (the division and the reciprocal route of an int8,
+/// a float8e4m3fn and an int16 kernel timed on 4096 elements, best of 16 alternating runs each, each
+/// run after an untimed one; about 0.2 ms on the calling thread; thread-safe). The reciprocal route is
+/// kept where it was faster by 5 %, the division where that was; within that margin the target's
+/// default (kDefaultRoute in quotient_route.cc). Always kDivide on a target without fused
+/// multiply-add. Allocates only small buffers while measuring.
+QuotientRoute quotient_route(int64_t target, ReciprocalKind kind);
 
 /// "division" or "reciprocal" ("auto" for kAuto). Allocates nothing.
 const char* quotient_route_name(QuotientRoute route);
 
-/// How `target` divides float32 by a scale that is not a power of two for output type y: "division",
-/// "rounding check" or "Markstein reciprocal". Allocates nothing; thread-safe (may measure, as above).
+/// How `target` divides float32 by a scale that is not a power of two for output type y without a
+/// zero point: "division", "rounding check", "code rounding check" or "Markstein reciprocal".
+/// Allocates nothing; thread-safe (may measure, as above).
 const char* quotient_route_description(int64_t target, DataType y);
 
 /// Writes the Markstein route's quotients x[i] / s of `target` to q[0, n) and returns true, or
