@@ -1238,6 +1238,79 @@ TEST_P(SimdKernelsTest, ReciprocalRoutesMatchScalarNearHalfIntegersInBlocks) {
   expect_compared(5 * 2 * 6);
 }
 
+/// The reciprocal routes with blocks along the first axis ([K, N], each row of N scales serving B rows
+/// of x, read in place): the segment's reciprocals are kept for the rows that share its scales.
+/// Quotients at and 1-3 ulps beside half-integers (integer outputs) or rounding boundaries (float8:
+/// the midpoints of neighbouring values); rows of N = 256 (whole segments, kept), 300 (segments cut
+/// by the chunks: some expanded), 1000 (a segment that is the end of a kept row, read at its offset,
+/// in one task), 1024, and 1500 (past a chunk: divided);
+/// with and without one scale beyond 2^62 in a row, which sends the segments of that row to the
+/// division; zero points for the integer outputs; both routes forced.
+TEST_P(SimdKernelsTest, ReciprocalRoutesMatchScalarInBlocksAlongTheFirstAxis) {
+  std::mt19937 rng(29);
+  const std::vector<float> pool{0.0173f, 2.0f / 127.0f, 1.0f / 3.0f, -0.37f, 3e-5f, 7.1f, 0x1.0f0f1p+0f, 0x1.3p-62f};
+  int64_t calls = 0;
+  for (const int64_t cols : {256, 300, 1000, 1024, 1500}) {
+    for (const int64_t block : {8, 32}) {
+      for (const bool out_of_range : {false, true}) {
+        const int64_t rows = 2 * block + 3;  // a ragged last block
+        const int64_t scale_rows = (rows + block - 1) / block;
+        std::vector<float> scales(static_cast<size_t>(scale_rows * cols));
+        for (float& scale : scales) scale = pool[rng() % pool.size()];
+        if (out_of_range) scales[static_cast<size_t>(cols + cols / 3)] = 0x1p63f;
+        for (const T y : {T::kInt8, T::kUint8, T::kInt4, T::kUint4, T::kInt2, T::kFloat8E4M3FN, T::kFloat8E5M2FNUZ}) {
+          std::vector<float> xs(static_cast<size_t>(rows * cols));
+          std::uniform_real_distribution<float> quotient(-200.0f, 200.0f);
+          for (int64_t i = 0; i < rows * cols; ++i) {
+            const float scale = scales[static_cast<size_t>(i / cols / block * cols + i % cols)];
+            float x = quotient(rng) * scale;
+            if (rng() % 64 == 0) {
+              // A half-integer, or for float8 a midpoint between two neighbouring values about 1..64.
+              const float half = static_cast<float>(static_cast<int>(rng() % 128) - 64) + 0.5f;
+              const float mid =
+                  std::ldexp(1.0f + (2.0f * static_cast<float>(rng() % 8) + 1.0f) / 16.0f, static_cast<int>(rng() % 6));
+              x = (is_float8(y) ? mid : half) * scale;
+              for (int step = static_cast<int>(rng() % 7) - 3; step != 0; step += step > 0 ? -1 : 1)
+                x = std::nextafter(x, step > 0 ? 2 * x : 0.0f);
+            }
+            xs[static_cast<size_t>(i)] = x;
+          }
+          const Tensor x{T::kFloat, {rows, cols}, make_float_tensor(T::kFloat, xs)};
+          const Tensor s{T::kFloat, {scale_rows, cols}, make_float_tensor(T::kFloat, scales)};
+          // Integer outputs with zero points (2/4-bit ones are unpacked once with the kept reciprocals).
+          const bool with_zp = is_quantized_integer(y);
+          const Tensor zp{y, {scale_rows, cols}, random_bytes(y, scale_rows * cols, rng)};
+          QuantizeLinearAttributes attributes;
+          attributes.opset = 25;
+          attributes.axis = 0;
+          attributes.block_size = block;
+          if (!with_zp) attributes.output_dtype = static_cast<int64_t>(y);
+          const TensorView xv = x.view();
+          const TensorView sv = s.view();
+          const TensorView zv = zp.view();
+          const QuantizeCall call = plan_quantize(attributes, xv, sv, with_zp ? &zv : nullptr);
+          // One task (whose rows share kept reciprocals) and many.
+          const int64_t n = rows * cols;
+          for (const std::vector<int64_t>& bounds : {std::vector<int64_t>{0, n}, task_bounds(n, rng)}) {
+            for (const simd::QuotientRoute route : {simd::QuotientRoute::kDivide, simd::QuotientRoute::kReciprocal}) {
+              const simd::ScopedQuotientRoute forced(route);
+              expect_target_matches_scalar(call, n, bounds, describe_stream([&](std::ostream& o) {
+                                             o << "y=" << data_type_name(y) << " [" << rows << ", " << cols
+                                               << "] blocks of " << block << " along axis 0"
+                                               << (out_of_range ? ", a scale of 2^63" : "") << " route "
+                                               << simd::quotient_route_name(route) << ", " << bounds.size() - 1
+                                               << " tasks";
+                                           }));
+              ++calls;
+            }
+          }
+        }
+      }
+    }
+  }
+  expect_compared(calls);
+}
+
 /// The code of v in narrow float format y (the float8 types, FLOAT4E2M1), as the scalar kernel
 /// encodes it.
 uint32_t narrow_code(T y, float v, bool saturate) {

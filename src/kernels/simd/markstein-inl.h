@@ -240,18 +240,19 @@ HWY_INLINE bool MarksteinReciprocal(float s, float* reciprocal) {
 }
 
 /// MarksteinReciprocal for scale[0, count): true, with reciprocal[k] = RN(1/scale[k]), where it applies
-/// to every one of them. Whole vectors: both arrays have a vector of room past the count.
+/// to every one of them. Reads scale[0, count) only (a caller's array, anywhere); writes whole
+/// vectors: `reciprocal` has a vector of room past the count.
 HWY_INLINE bool MarksteinReciprocals(const float* scale, float* reciprocal, int64_t count) {
   const DF df;
   const DU du;
   auto outside = hn::FirstN(df, 0);
   ForEachVector(count, [&](int64_t k, size_t n) QDQ_INLINE_LAMBDA {
-    const VF s = hn::Load(df, scale + k);
+    const VF s = LoadPartial(df, scale + k, n);
     // |s| in [2^-62, 2^62] as one unsigned compare of the magnitude's bits (NaN lies above +inf).
     const VU offset = hn::Sub(hn::BitCast(du, hn::Abs(s)), hn::Set(du, 0x20800000u));  // bits of 2^-62
     const auto in_range = hn::RebindMask(df, hn::Lt(offset, hn::Set(du, 0x5E800000u - 0x20800000u + 1)));  // 2^62
     outside = hn::Or(outside, hn::AndNot(in_range, hn::FirstN(df, n)));
-    hn::Store(hn::Div(hn::Set(df, 1.0f), s), df, reciprocal + k);
+    hn::StoreU(hn::Div(hn::Set(df, 1.0f), s), df, reciprocal + k);
   });
   return hn::AllFalse(df, outside);
 }

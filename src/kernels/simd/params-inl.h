@@ -77,18 +77,22 @@ HWY_ALIGN constexpr uint8_t kZeroCodes[2 * kChunk] = {};
 
 /// The parameters of a segment whose float32 scales and zero points (of `kBits` bits, sign-extended
 /// when kSigned) step by one from `param` on, read in place: scales and 8/16-bit zero points where
-/// they are, 2/4-bit zero points unpacked once (at most kChunk), zeros where zero_point is null.
-/// The accessors give the n-lane vector at segment element k, as the loops take them.
+/// they are, 2/4-bit zero points unpacked once (at most kChunk; or already unpacked by the caller,
+/// `unpacked`, as UnpackCodes does), zeros where zero_point is null. The accessors give the n-lane
+/// vector at segment element k, as the loops take them.
 template <int kBits, bool kSigned>
 class InPlaceParams {
  public:
-  InPlaceParams(const void* scale, const void* zero_point, int64_t param, int64_t count)
+  InPlaceParams(const void* scale, const void* zero_point, int64_t param, int64_t count,
+                const uint8_t* unpacked = nullptr)
       : scale_(static_cast<const float*>(scale) + param) {
     if (zero_point == nullptr) {
       zero_point_ = kZeroCodes;
     } else if constexpr (kBits >= 8) {
       zero_point_ = zero_point;
       zero_point_index_ = param;
+    } else if (unpacked != nullptr) {
+      zero_point_ = unpacked;
     } else {
       UnpackCodes<kBits, kSigned>(static_cast<const uint8_t*>(zero_point), param, count, codes_);
       zero_point_ = codes_;
@@ -97,7 +101,11 @@ class InPlaceParams {
   InPlaceParams(const InPlaceParams&) = delete;
   InPlaceParams& operator=(const InPlaceParams&) = delete;
 
+  /// Reciprocals of the segment's scales for PerVectorReciprocals routes, segment element k at k.
+  void SetReciprocals(const float* reciprocal) { reciprocal_ = reciprocal; }
+
   VF Scale(int64_t k, size_t n) const { return LoadPartial(DF(), scale_ + k, n); }
+  VF Reciprocal(int64_t k, size_t n) const { return LoadPartial(DF(), reciprocal_ + k, n); }
   VI ZeroPoint(int64_t k, size_t n) const { return LoadInt<kBits, kSigned>(zero_point_, zero_point_index_ + k, n); }
   VF FloatZeroPoint(int64_t k, size_t n) const {
     return DecodeF<Float4E2M1Format>(LoadCodes(static_cast<const uint8_t*>(zero_point_) + k, n));
@@ -105,6 +113,7 @@ class InPlaceParams {
 
  private:
   const float* scale_;
+  const float* reciprocal_ = nullptr;
   const void* zero_point_ = nullptr;
   int64_t zero_point_index_ = 0;
   HWY_ALIGN uint8_t codes_[kBits < 8 ? kChunk : 1];

@@ -16,15 +16,19 @@
 //   blocked along the last axis, pieces of whole blocks: one flat loop, each vector with its block's
 //   blocks tiling rows, a power  broadcast parameters (VectorBlockParams), packed in registers
 //   of two of 1-8 vectors (1-3   (QuantizeVectorBlocks)
-//   where the route multiplies)
+//   for 16-bit y where the
+//   route multiplies)
 //   (VectorBlockShift)
 //   other blocked; per-axis      chunks of kChunk: long float32 segments stepping by one read their
 //   with inner < 256             parameters in place (InPlaceParams), the rest of the chunk is
 //                                expanded per element first (ExpandedView)
 // Broadcast runs divide, or multiply by the reciprocal where that is exact (ExactReciprocal), or (float32
-// division, where the target measured it faster: quotient_route.hpp) take Markstein's corrected
-// reciprocal, which equals the division bit for bit; 2/4-bit
-// outputs not packed in registers go through a code buffer packed per chunk (pack-inl.h).
+// division, where the target measured it faster: quotient_route.hpp) take a reciprocal route with the
+// same codes (markstein-inl.h): the rounding check for 8-bit and narrower integers, the rounding check
+// on the code for float8 and FLOAT4E2M1 without a zero point, Markstein's corrected reciprocal for the
+// others. Blocks of 1-8 vectors take each block's own reciprocal (PerVectorReciprocals), and in-place
+// segments of blocks along an outer axis keep their row's reciprocals for the rows that share it.
+// 2/4-bit outputs not packed in registers go through a code buffer packed per chunk (pack-inl.h).
 //
 // Stores (StoreMode): every path above takes `stream` at run time, QuantizeLoop does not. Normal
 // stores write y directly; streaming writes each chunk (or piece, or kChunk elements of uniform
@@ -606,6 +610,23 @@ HWY_NOINLINE void QuantizeGeneral(const QuantizeCall& c, void* y, int64_t begin,
   const bool expand = c.plan.granularity == Granularity::kBlocked ||
                       (c.plan.granularity == Granularity::kPerAxis && c.plan.inner < 256);
   HWY_ALIGN ExpandedParams storage;  // 12 KiB of stack
+  // Blocks along an outer axis ([K, N] with blocks along K: each row of N scales serves B rows of x)
+  // read their scales in place, a row segment at a time. Where the target's route multiplies, a
+  // segment's reciprocals (and unpacked 2/4-bit zero points) are kept for the next rows with the same
+  // scales: computing them per segment would cost the division they replace. They live in the float
+  // zero-point array, which expansion fills only for FLOAT4E2M1: that output divides, as do rows of
+  // more than a chunk's scales, whose segments alternate between pieces of the row.
+  constexpr bool kCachedReciprocals =
+      HWY_NATIVE_FMA && P == T::kFloat && kBlockReciprocals<Y> && !has_float_zero_point(Y);
+  [[maybe_unused]] float* const cached = storage.float_zero_point;
+  [[maybe_unused]] int64_t cached_first = -1;  // parameters [cached_first, cached_first + cached_count)
+  [[maybe_unused]] int64_t cached_count = 0;
+  [[maybe_unused]] bool cached_apply = false;  // and whether the route applies to every one of them
+  // and, for 2/4-bit y, their zero points unpacked (as InPlaceParams would unpack them per segment)
+  HWY_ALIGN uint8_t cached_codes[kCachedReciprocals && kPacked ? kChunk : 1];
+  [[maybe_unused]] const bool block_reciprocals = kCachedReciprocals && reciprocal &&
+                                                  c.plan.granularity == Granularity::kBlocked && c.plan.inner > 1 &&
+                                                  c.plan.inner <= kChunk && c.scale_type == T::kFloat;
   for (int64_t chunk = begin; chunk < end; chunk += kChunk) {
     const int64_t chunk_end = std::min(end, chunk + kChunk);
     const PieceOutput piece(stage, stream, OutputAt<Y>(y, chunk));
@@ -622,8 +643,38 @@ HWY_NOINLINE void QuantizeGeneral(const QuantizeCall& c, void* y, int64_t begin,
         position =
             InPlaceSegments(cursor, c.scale_type == T::kFloat, chunk, chunk_end, [&](int64_t at, const Segment& s) {
               const bool zp_used = IsIntegerOut(Y) || has_float_zero_point(Y);
-              const InPlaceParams<kBits, IsSignedOut(Y)> p(c.scale, zp_used ? c.zero_point : nullptr, s.param_index,
-                                                           s.count);
+              const void* const zero_point = zp_used ? c.zero_point : nullptr;
+#if HWY_NATIVE_FMA
+              if (kCachedReciprocals && block_reciprocals) {
+                if (s.param_index < cached_first || s.param_index + s.count > cached_first + cached_count) {
+                  cached_first = s.param_index;
+                  cached_count = s.count;
+                  cached_apply =
+                      MarksteinReciprocals(static_cast<const float*>(c.scale) + s.param_index, cached, s.count);
+                  if constexpr (kBits < 8) {
+                    if (cached_apply && zero_point != nullptr) {
+                      UnpackCodes<kBits, IsSignedOut(Y)>(static_cast<const uint8_t*>(zero_point), s.param_index,
+                                                         s.count, cached_codes);
+                    }
+                  }
+                }
+                if (cached_apply) {
+                  const int64_t offset = s.param_index - cached_first;
+                  InPlaceParams<kBits, IsSignedOut(Y)> p(c.scale, zero_point, s.param_index, s.count,
+                                                         kBits < 8 ? cached_codes + offset : nullptr);
+                  p.SetReciprocals(cached + offset);
+                  if constexpr (rounding_check_applies(Y)) {
+                    QuantizeLoop<X, P, Y, PerVectorReciprocals<RoundingCheck>, false>(c, at, s.count, p, out_at(at));
+                    return;
+                  } else if constexpr (kCachedReciprocals) {
+                    QuantizeLoop<X, P, Y, PerVectorReciprocals<CodeRoundingCheck>, false>(c, at, s.count, p,
+                                                                                          out_at(at));
+                    return;
+                  }
+                }
+              }
+#endif
+              const InPlaceParams<kBits, IsSignedOut(Y)> p(c.scale, zero_point, s.param_index, s.count);
               QuantizeLoop<X, P, Y, Divide, false>(c, at, s.count, p, out_at(at));
             });
       }
