@@ -1346,8 +1346,9 @@ std::vector<double> narrow_magnitudes(T y) {
 /// quotients at and 1-3 ulps beside every rounding boundary (the midpoints of neighbouring values,
 /// and the overflow boundary past the largest), where the product rounds to the other code for some
 /// of them, and quotients about FLT_MAX, where the product overflows to ±inf while the division
-/// stays finite, or the reverse (FNUZ saturating encodes the two unlike). Per tensor and in blocks
-/// along the last axis of one to eight vectors, each block with its own scale (the flat loop).
+/// stays finite, or the reverse (FNUZ saturating encodes the two unlike), and NaN and ±inf. Per
+/// tensor and in blocks along the last axis of one to eight vectors, each block with its own scale
+/// (the flat loop).
 TEST_P(SimdKernelsTest, CodeRoundingCheckMatchesScalarNearRoundingBoundaries) {
   std::mt19937 rng(23);
   const std::vector<float> pool{0.0173f, 2.0f / 127.0f, 1.0f / 3.0f, -0.37f, 3e-5f, 7.1f, 0x1.0f0f1p+0f, 0x1.3p-62f};
@@ -1380,6 +1381,11 @@ TEST_P(SimdKernelsTest, CodeRoundingCheckMatchesScalarNearRoundingBoundaries) {
           if (rng() % 256 == 0) x = near_boundary(scale);
           xs[static_cast<size_t>(i)] = x;
         }
+        // NaN and ±inf, each in a group of its own (nearly always).
+        const float inf = std::numeric_limits<float>::infinity();
+        xs[1000] = std::numeric_limits<float>::quiet_NaN();
+        xs[2000] = inf;
+        xs[3000] = -inf;
         if (std::fabs(scale) < 1) {
           // About FLT_MAX: each x within 64 ulps of FLT_MAX · s whose product and quotient lie on
           // either side of the overflow, one per 200 elements (a group of its own, nearly always).

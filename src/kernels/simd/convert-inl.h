@@ -102,8 +102,9 @@ HWY_INLINE VU EncodeFloat4Magnitude(VF& v, VF& scaled) {
 /// saturation modes, all four formats (a scalar model of these operations; the unit tests check the
 /// vectors on every target exhaustively over the high bits).
 /// `scaled` receives |v|·2^(M-k) (v saturated first where that applies), the value that the
-/// conversion rounds (CodeRoundingCheck reads it).
-template <class F>
+/// conversion rounds (CodeRoundingCheck reads it). kFinite: the caller uses the codes only where
+/// every lane of v is finite, so that FNUZ saturation needs no select by finiteness.
+template <class F, bool kFinite = false>
 HWY_INLINE VU EncodeFloat8Magnitude(VF v, bool saturate, VF& scaled) {
   static_assert(F::kBits == 8);
   const DF df;
@@ -142,6 +143,7 @@ HWY_INLINE VU EncodeFloat8Magnitude(VF v, bool saturate, VF& scaled) {
     // Overflow (not saturating), ±inf and NaN: the unsigned NaN 0x80; saturating, finite overflow
     // takes the largest code and only ±inf and NaN the NaN.
     if (saturate) {
+      if constexpr (kFinite) return hn::Min(code, hn::Set(du, F::kMaxCode));
       const auto finite = hn::Lt(hn::BitCast(di, unclamped), hn::Set(di, 0x7F800000));
       return hn::IfThenElse(hn::RebindMask(du, finite), hn::Min(code, hn::Set(du, F::kMaxCode)),
                             hn::Set(du, F::kSignBit));
@@ -153,13 +155,14 @@ HWY_INLINE VU EncodeFloat8Magnitude(VF v, bool saturate, VF& scaled) {
 /// The code of |v| in format F (a float8 type or FLOAT4E2M1), the sign left to ApplyNarrowSign.
 /// FLOAT4E2M1 replaces v by v clamped to ±6, NaN by +6, whose sign is then the code's; the float8
 /// formats leave v as it is.
-/// `scaled` receives the value that the encoder's conversion rounds to the code's low part.
-template <class F>
+/// `scaled` receives the value that the encoder's conversion rounds to the code's low part; kFinite
+/// as for EncodeFloat8Magnitude.
+template <class F, bool kFinite = false>
 HWY_INLINE VU EncodeNarrowMagnitude(VF& v, bool saturate, VF& scaled) {
   if constexpr (std::is_same_v<F, Float4E2M1Format>) {
     return EncodeFloat4Magnitude(v, scaled);
   } else {
-    return EncodeFloat8Magnitude<F>(v, saturate, scaled);
+    return EncodeFloat8Magnitude<F, kFinite>(v, saturate, scaled);
   }
 }
 

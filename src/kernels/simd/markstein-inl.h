@@ -133,12 +133,15 @@ struct RoundingCheck {
 #endif
   }
 
-  /// The larger of |a| and |b|, and a NaN where either is NaN. The NaN must survive: a float max
-  /// (x86's maxps returns its second operand where either is NaN) would let a NaN lane of one vector
-  /// hide a near-half lane of another, whose product then stood for a quotient it rounds unlike.
+  /// The larger of |a| and |b|, never a number smaller than one of them: a NaN where both are NaN,
+  /// and where one is, a NaN (the bits' maximum) or at AVX3 the other's magnitude (vrangeps). A float
+  /// max (x86's maxps returns its second operand where either is NaN) would let a NaN lane of one
+  /// vector hide a near-half lane of another, whose product then stood for a quotient it rounds
+  /// unlike. A NaN fraction itself (of a NaN or ±inf product) needs no check: the quotient is then
+  /// NaN, or beyond ±384 and saturating, either way.
   static HWY_INLINE VF AbsMax(VF a, VF b) {
 #if HWY_TARGET == HWY_AVX3
-    return VF{_mm512_range_ps(a.raw, b.raw, 0x0B)};  // imm 0b1011: larger magnitude, sign cleared; NaN kept
+    return VF{_mm512_range_ps(a.raw, b.raw, 0x0B)};  // imm 0b1011: larger magnitude, sign cleared
 #else
     // Magnitudes' bits order as the magnitudes do, with NaN above +inf.
     const DF df;
@@ -157,7 +160,7 @@ struct RoundingCheck {
     const VF q2 = hn::Mul(x2, d.r2);
     const VF q3 = hn::Mul(x3, d.r3);
     const VF nearest = AbsMax(AbsMax(Fraction(q0), Fraction(q1)), AbsMax(Fraction(q2), Fraction(q3)));
-    // Not Lt's negation: a NaN fraction (of a NaN or ±inf quotient) takes the division too.
+    // Lt, not Ge's negation: where AbsMax returns a NaN, the group divides.
     CommitGroup(hn::Lt(nearest, hn::Set(df, 0.5f - 0x1p-13f)), q0, q1, q2, q3, x0, x1, x2, x3, d);
   }
 
@@ -188,7 +191,7 @@ struct CodeRoundingCheck {
   static HWY_INLINE VF QuotientWith(VF x, VF scale, VF) { return hn::Div(x, scale); }
 
   /// Whether four vectors' codes from q0 stand for those of x / s: every scaled value further than
-  /// the margin from a half-integer (a NaN scaled value fails).
+  /// the margin from a half-integer (where AbsMax returns a NaN, it fails).
   static HWY_INLINE hn::Mask<DF> Keeps(VF t0, VF t1, VF t2, VF t3) {
     const VF nearest =
         RoundingCheck::AbsMax(RoundingCheck::AbsMax(RoundingCheck::Fraction(t0), RoundingCheck::Fraction(t1)),

@@ -333,15 +333,23 @@ HWY_INLINE void StoreCheckedGroup(bool saturate, VF x0, VF x1, VF x2, VF x3, Gro
   const DI di;
   VF q0 = hn::Mul(x0, d.r0), q1 = hn::Mul(x1, d.r1), q2 = hn::Mul(x2, d.r2), q3 = hn::Mul(x3, d.r3);
   VF t0, t1, t2, t3;
-  // The FLOAT4E2M1 encoder replaces q by q clamped, whose sign the store takes.
-  VU m0 = EncodeNarrowMagnitude<F>(q0, saturate, t0), m1 = EncodeNarrowMagnitude<F>(q1, saturate, t1);
-  VU m2 = EncodeNarrowMagnitude<F>(q2, saturate, t2), m3 = EncodeNarrowMagnitude<F>(q3, saturate, t3);
+  // The FLOAT4E2M1 encoder replaces q by q clamped, whose sign the store takes. The encoders take q
+  // as finite: that changes only FNUZ saturating (no select by finiteness), whose kept groups hold
+  // only |q| < 2^127 (the guard below); a group with NaN or ±inf is encoded again after dividing.
+  VU m0 = EncodeNarrowMagnitude<F, true>(q0, saturate, t0), m1 = EncodeNarrowMagnitude<F, true>(q1, saturate, t1);
+  VU m2 = EncodeNarrowMagnitude<F, true>(q2, saturate, t2), m3 = EncodeNarrowMagnitude<F, true>(q3, saturate, t3);
   auto keep = CodeRoundingCheck::Keeps(t0, t1, t2, t3);
   if constexpr (F::kSpecials == SpecialValues::kFnuz) {
     if (saturate) {
       // ±inf and finite overflow encode unlike here: no product at 2^127 or beyond stands for x / s.
-      const VF largest = RoundingCheck::AbsMax(RoundingCheck::AbsMax(q0, q1), RoundingCheck::AbsMax(q2, q3));
-      keep = hn::And(keep, hn::Lt(largest, hn::Set(DF(), 0x1p127f)));
+      // The magnitudes' bits order as the magnitudes do, NaN above ±inf: a NaN fails too, as the
+      // codes above, encoded as finite, require (vrangeps would pass over a NaN beside a number).
+      const DU du;
+      const VU magnitude = hn::Set(du, 0x7FFFFFFFu);
+      const VU largest =
+          hn::Max(hn::Max(hn::And(hn::BitCast(du, q0), magnitude), hn::And(hn::BitCast(du, q1), magnitude)),
+                  hn::Max(hn::And(hn::BitCast(du, q2), magnitude), hn::And(hn::BitCast(du, q3), magnitude)));
+      keep = hn::And(keep, hn::RebindMask(DF(), hn::Lt(largest, hn::Set(du, 0x7F000000u))));  // 2^127
     }
   }
   if (HWY_UNLIKELY(!hn::AllTrue(DF(), keep))) {
