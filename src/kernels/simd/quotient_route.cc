@@ -111,9 +111,12 @@ QuotientRoute decide(const Timing& t, int64_t target) {
   return default_route(target);
 }
 
-/// The output type timed for each ReciprocalKind.
+/// The output type timed for each ReciprocalKind, at the kind's index.
 constexpr std::array<DataType, kReciprocalKinds> kTimedOutputs{DataType::kInt8, DataType::kFloat8E4M3FN,
                                                                DataType::kInt16};
+static_assert(reciprocal_kind(kTimedOutputs[0], false) == ReciprocalKind::kRoundingCheck &&
+              reciprocal_kind(kTimedOutputs[1], false) == ReciprocalKind::kCodeCheck &&
+              reciprocal_kind(kTimedOutputs[2], false) == ReciprocalKind::kMarkstein);
 
 /// Times each kind's output with each route, best of 16 runs each, the routes and kernels alternating
 /// so that a slow moment of the machine hits them alike.
