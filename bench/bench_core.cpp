@@ -647,9 +647,8 @@ std::vector<BenchResult> run_benchmarks(const BenchOptions& options,
       // FLOAT8E8M0 scales are powers of two: the vector kernels multiply by their exact reciprocals
       // (the bench's codes all have one).
       if (quantize && !scalar) {
-        r.routes = info.e8m0_scales             ? "exact reciprocal"
-                   : info.x == DataType::kFloat ? quantize_division_route(info.y)
-                                                : "division";
+        // The scale is of x's type, which is then the division type.
+        r.routes = info.e8m0_scales ? "exact reciprocal" : quantize_division_route(info.y, info.x);
       }
       if (quantize && scalar) r.routes = "division";
       r.stores = scalar ? "normal" : output_stores(c->bytes_out());

@@ -167,10 +167,16 @@ QDQ_API DynamicQuantizationParameters dynamic_quantize_linear(const TensorView& 
 QDQ_API int quantize_linear_version(int64_t opset);
 
 /// How float32 QuantizeLinear to y_type divides by a scale that is not a power of two on this CPU's
-/// SIMD target: "division", "rounding check" or "Markstein reciprocal" (all give the same codes; the
-/// faster is measured once per target at the first call, or QDQ_QUANTIZE_ROUTE=divide|reciprocal
-/// forces one). For benchmark reports. Allocates nothing; thread-safe.
+/// SIMD target: "division", "rounding check", "code rounding check" or "Markstein reciprocal" (all
+/// give the same codes; the faster is measured once per target at the first call, or
+/// QDQ_QUANTIZE_ROUTE=divide|reciprocal forces one). For benchmark reports. Allocates nothing;
+/// thread-safe.
 QDQ_API const char* quantize_division_route(DataType y_type);
+
+/// As quantize_division_route(y_type) for QuantizeLinear dividing in `division_type` (the scale's
+/// type or `precision`): float16 and bfloat16 give "16-bit reciprocal" (a multiply whose product
+/// rounds to the quotient's bits in that type). Allocates nothing; thread-safe.
+QDQ_API const char* quantize_division_route(DataType y_type, DataType division_type);
 
 /// Which stores the vectorised kernels write y with in a call whose output is `output_bytes` bytes:
 /// "non-temporal" or "normal" (never a different result; "normal" where the scalar kernels run, as

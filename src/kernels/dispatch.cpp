@@ -80,7 +80,7 @@ void force_quotient_route(QuotientRoute) {}
 QuotientRoute forced_quotient_route() { return QuotientRoute::kAuto; }
 QuotientRoute quotient_route(int64_t, ReciprocalKind) { return QuotientRoute::kDivide; }
 const char* quotient_route_name(QuotientRoute) { return "division"; }
-const char* quotient_route_description(int64_t, DataType) { return "division"; }
+const char* quotient_route_description(int64_t, DataType, DataType) { return "division"; }
 bool markstein_quotients(int64_t, float, const float*, float*, int64_t, bool) { return false; }
 }  // namespace simd
 #endif
@@ -89,10 +89,12 @@ bool markstein_quotients(int64_t, float, const float*, float*, int64_t, bool) { 
 
 namespace qdq {
 
-const char* quantize_division_route(DataType y_type) {
+const char* quantize_division_route(DataType y_type) { return quantize_division_route(y_type, DataType::kFloat); }
+
+const char* quantize_division_route(DataType y_type, DataType division_type) {
   const int64_t target = detail::simd::best_target();
   if (target == 0) return "division";
-  return detail::simd::quotient_route_description(target, y_type);
+  return detail::simd::quotient_route_description(target, division_type, y_type);
 }
 
 const char* output_stores(uint64_t output_bytes) {

@@ -1438,6 +1438,148 @@ TEST_P(SimdKernelsTest, CodeRoundingCheckMatchesScalarNearRoundingBoundaries) {
   expect_compared(calls);
 }
 
+/// Every pair of float16 x and scale s whose quotient the product x·RN(1/s) rounds to float16 unlike
+/// x / s (HalfProduct's exception: exact ties among float16 subnormals) has the same code in every
+/// narrow float output, in both saturation modes and with every FLOAT4E2M1 zero point; integer
+/// outputs take 0 for both. Positive x and s (the encoders are symmetric in sign, and the zero points
+/// of both signs cover q + zp for negative q); s not a power of two (those multiply exactly).
+TEST(HalfProductTest, Float16SubnormalQuotientsEncodeAsTheDivisionsDo) {
+  int64_t misrounded = 0;
+  for (uint32_t s_code = 1; s_code < 0x7C00u; ++s_code) {
+    if ((s_code & 0x3FFu) == 0) continue;
+    const float s = half_to_float(static_cast<uint16_t>(s_code));
+    const float reciprocal = 1.0f / s;
+    // Positive float16 codes order as their values: the x whose quotient lies below 2^-13.
+    const uint32_t x_end = std::min<uint32_t>(0x7C00u, float_to_half(s * 0x1p-13f) + 1u);
+    for (uint32_t x_code = 1; x_code < x_end; ++x_code) {
+      const float x = half_to_float(static_cast<uint16_t>(x_code));
+      // Only quotients within 2^-35 of a rounding boundary (an odd multiple of 2^-25 there) can
+      // round unlike their product, which lies within 2^-37 of them.
+      const float t = x / s * 0x1p25f;
+      const float nearest = std::nearbyint(t);
+      if (std::fabs(t - nearest) > 0x1p-10f || std::fmod(nearest, 2.0f) == 0.0f) continue;
+      const float by_division = round_to<Float16Format>(x / s);
+      const float by_product = round_to<Float16Format>(x * reciprocal);
+      if (by_division == by_product) continue;
+      ++misrounded;
+      ASSERT_LE(by_division, 0x1p-14f) << "x=" << x << " s=" << s;
+      ASSERT_LE(by_product, 0x1p-14f) << "x=" << x << " s=" << s;
+      for (const bool saturate : {false, true}) {
+        EXPECT_EQ((encode<Float8E4M3FNFormat>(by_division, saturate)),
+                  (encode<Float8E4M3FNFormat>(by_product, saturate)));
+        EXPECT_EQ((encode<Float8E4M3FNUZFormat>(by_division, saturate)),
+                  (encode<Float8E4M3FNUZFormat>(by_product, saturate)));
+        EXPECT_EQ((encode<Float8E5M2Format>(by_division, saturate)), (encode<Float8E5M2Format>(by_product, saturate)));
+        EXPECT_EQ((encode<Float8E5M2FNUZFormat>(by_division, saturate)),
+                  (encode<Float8E5M2FNUZFormat>(by_product, saturate)));
+      }
+      for (uint32_t zp = 0; zp < 16; ++zp) {
+        const float z = decode<Float4E2M1Format>(zp);
+        EXPECT_EQ((encode<Float4E2M1Format>(by_division + z, true)), (encode<Float4E2M1Format>(by_product + z, true)))
+            << "x=" << x << " s=" << s << " zp=" << z;
+      }
+    }
+  }
+  // The exception exists (so the claim is not empty).
+  EXPECT_GT(misrounded, 0);
+}
+
+/// The product in a 16-bit division type (HalfProduct: float16 and bfloat16 x and scales, whose
+/// quotient x·RN(1/s) rounds to the type as x / s does) against the scalar kernel, under the forced
+/// reciprocal route, for every one of the 65536 codes of x (NaN, ±inf, subnormals, the largest values;
+/// in code order in one task, shuffled in many). Scales that bring each range to its case: float16
+/// subnormal quotients, quotients about float16's overflow boundary 65520, bfloat16 quotients about
+/// FLT_MAX and in float32's subnormal range, scales outside [2^-62, 2^62] (the division). Integer
+/// outputs with a zero point, narrow float outputs in both saturation modes; per tensor, and in blocks
+/// along the last axis, each with its own scale (the flat loop). Also the theorem behind the route,
+/// for these scales: outside float16's subnormal range, every product rounds as the quotient does.
+TEST_P(SimdKernelsTest, HalfProductMatchesScalarForEveryCode) {
+  std::mt19937 rng(31);
+  const simd::ScopedQuotientRoute forced(simd::QuotientRoute::kReciprocal);
+  const std::vector<T> outputs{T::kInt8,           T::kUint8,        T::kUint16,         T::kInt4,
+                               T::kInt2,           T::kFloat8E4M3FN, T::kFloat8E4M3FNUZ, T::kFloat8E5M2,
+                               T::kFloat8E5M2FNUZ, T::kFloat4E2M1};
+  int64_t subnormal_misrounded = 0;  // float16 subnormal quotients the product rounds unlike x / s
+  int64_t calls = 0;
+  for (const T p : {T::kFloat16, T::kBFloat16}) {
+    const bool half = p == T::kFloat16;
+    const auto decode_p = [&](uint16_t code) { return half ? half_to_float(code) : bfloat16_to_float(code); };
+    const auto round_p = [&](float v) { return half ? round_to<Float16Format>(v) : round_to<BFloat16Format>(v); };
+    std::vector<float> pool{0.0173f, 2.0f / 127.0f, 1.0f / 3.0f, -0.37f, 7.1f};
+    if (half) {
+      // Subnormal: quotients up to 2^40. Large: quotients down to float16 subnormals.
+      for (const float s : {3e-5f, 0x1.8p-23f, 65504.0f, 1000.0f, 0x1.554p+8f}) pool.push_back(s);
+    } else {
+      // About 2^±62, the route's limits; beyond them; a bfloat16 subnormal.
+      for (const float s : {0x1.3p-62f, 0x1.3p+61f, 0x1.8p63f, 1e-39f}) pool.push_back(s);
+    }
+    for (float& s : pool) s = round_p(s);
+    std::vector<uint16_t> codes(65536);
+    for (size_t i = 0; i < codes.size(); ++i) codes[i] = static_cast<uint16_t>(i);
+    for (const float s : pool) {
+      if (!(std::fabs(s) >= 0x1p-62f && std::fabs(s) <= 0x1p62f)) continue;  // the route's range
+      const float reciprocal = 1.0f / s;
+      for (const uint16_t code : codes) {
+        const float x = decode_p(code);
+        const float by_division = round_p(x / s);
+        if (std::isnan(x) || std::bit_cast<uint32_t>(round_p(x * reciprocal)) == std::bit_cast<uint32_t>(by_division))
+          continue;
+        ASSERT_TRUE(half && std::fabs(by_division) <= 0x1p-14f) << "x=" << x << " s=" << s;
+        ++subnormal_misrounded;
+      }
+    }
+    // x's codes: in order (one task) or shuffled (many tasks); one scale, or one per block of 32.
+    const auto run = [&](T y, bool saturate, const std::vector<uint16_t>& order, const std::vector<float>& scales,
+                         bool one_task) {
+      const int64_t n = static_cast<int64_t>(order.size());
+      const bool blocked = scales.size() > 1;
+      const Shape shape = blocked ? Shape{256, 256} : Shape{n};
+      const Shape scale_shape = blocked ? Shape{256, 8} : Shape{};
+      Tensor x{p, shape, std::vector<uint8_t>(2 * order.size())};
+      std::memcpy(x.bytes.data(), order.data(), x.bytes.size());
+      const Tensor s{p, scale_shape, make_float_tensor(p, scales)};
+      const bool with_zp = is_quantized_integer(y);
+      const Tensor zp{y, scale_shape, random_bytes(y, static_cast<int64_t>(scales.size()), rng)};
+      QuantizeLinearAttributes attributes;
+      attributes.opset = 25;
+      if (blocked) {
+        attributes.axis = 1;
+        attributes.block_size = 32;
+      }
+      if (is_float8(y)) attributes.saturate = saturate ? 1 : 0;
+      if (!with_zp) attributes.output_dtype = static_cast<int64_t>(y);
+      const TensorView xv = x.view();
+      const TensorView sv = s.view();
+      const TensorView zv = zp.view();
+      const QuantizeCall call = plan_quantize(attributes, xv, sv, with_zp ? &zv : nullptr);
+      expect_target_matches_scalar(
+          call, n, one_task ? std::vector<int64_t>{0, n} : task_bounds(n, rng), describe_stream([&](std::ostream& o) {
+            o << "x=" << data_type_name(p) << " y=" << data_type_name(y) << (blocked ? " blocks of 32" : " scale ")
+              << (blocked ? 0.0f : scales[0]) << " saturate=" << saturate << (one_task ? " one task" : " many tasks");
+          }));
+      ++calls;
+    };
+    std::vector<uint16_t> shuffled = codes;
+    std::shuffle(shuffled.begin(), shuffled.end(), rng);
+    for (const T y : outputs) {
+      for (const bool saturate : {true, false}) {
+        if (!saturate && !is_float8(y)) continue;
+        for (const float s : pool) {
+          run(y, saturate, codes, {s}, true);
+          run(y, saturate, shuffled, {s}, false);
+        }
+        std::vector<float> scales(2048);
+        for (float& s : scales) s = pool[rng() % pool.size()];
+        run(y, saturate, codes, scales, true);
+        run(y, saturate, shuffled, scales, false);
+      }
+    }
+  }
+  // The inputs do reach float16's exception.
+  EXPECT_GT(subnormal_misrounded, 0);
+  expect_compared(calls);
+}
+
 TEST_P(SimdKernelsTest, DequantizeFloat8E8M0ScalesEveryCode) {
   std::mt19937 rng(11);
   for (T x : kQuantizedTypes) {

@@ -1,7 +1,10 @@
-// The reciprocal quotient routes, which replace float32 division by a multiply without changing a
-// result (quotient_route.hpp chooses them per target): Markstein's corrected reciprocal, which equals
-// the division bit for bit, and for 8-bit and narrower integer outputs the rounding check. Used by
-// quantize-inl.h and by the check unit markstein_check.cc.
+// The reciprocal quotient routes, which replace division by a multiply without changing a result.
+// Dividing in float32 (quotient_route.hpp chooses per target, and these need a fused multiply-add):
+// Markstein's corrected reciprocal, which equals the division bit for bit; for 8-bit and narrower
+// integer outputs the rounding check; for the float8 types and FLOAT4E2M1 the rounding check on the
+// code. Dividing in float16 or bfloat16 (every target): the product itself, which rounds to the same
+// quotient in that type (HalfProduct). Used by quantize-inl.h and by the check unit
+// markstein_check.cc.
 //
 // Included once per Highway target (foreach_target.h), hence the toggle guard instead of #pragma once.
 #if defined(QDQ_SIMD_MARKSTEIN_INL_H_) == defined(HWY_TARGET_TOGGLE)
@@ -17,7 +20,7 @@
 HWY_BEFORE_NAMESPACE();
 namespace qdq::detail::simd {
 namespace HWY_NAMESPACE {
-#if QDQ_SIMD_HAS_KERNELS && HWY_NATIVE_FMA
+#if QDQ_SIMD_HAS_KERNELS
 namespace {
 
 /// A group's divisors: each of its four vectors' scale and RN(1/scale) (one scale for a run, or each
@@ -66,6 +69,100 @@ HWY_INLINE void CommitGroup(hn::Mask<DF> taken, VF q0, VF q1, VF q2, VF q3, VF& 
   x3 = q3;
 }
 
+/// Route (Markstein, RoundingCheck, CodeRoundingCheck or HalfProduct) with each vector's own scale and reciprocal,
+/// both read from the loop's Params (Scale and Reciprocal): blocks along the last axis, whose every scale
+/// MarksteinReciprocal accepted (MarksteinReciprocals).
+template <class Route>
+struct PerVectorReciprocals {
+  static constexpr bool kChecksCodes = requires { Route::kChecksCodes; };
+  template <class Params>
+  HWY_INLINE VF Quotient(VF x, const Params& params, int64_t k, size_t n) const {
+    return Route::QuotientWith(x, params.Scale(k, n), params.Reciprocal(k, n));
+  }
+  /// The divisors of the group of four vectors at run element k.
+  template <class Params>
+  HWY_INLINE GroupDivisors Divisors(const Params& params, int64_t k) const {
+    const int64_t lanes = static_cast<int64_t>(hn::Lanes(DF()));
+    const size_t full = static_cast<size_t>(lanes);
+    return {params.Scale(k, full),
+            params.Scale(k + lanes, full),
+            params.Scale(k + 2 * lanes, full),
+            params.Scale(k + 3 * lanes, full),
+            params.Reciprocal(k, full),
+            params.Reciprocal(k + lanes, full),
+            params.Reciprocal(k + 2 * lanes, full),
+            params.Reciprocal(k + 3 * lanes, full)};
+  }
+  template <class Params>
+  HWY_INLINE void Group(VF& x0, VF& x1, VF& x2, VF& x3, const Params& params, int64_t k) const {
+    Route::GroupWith(x0, x1, x2, x3, Divisors(params, k));
+  }
+};
+
+/// True, with *reciprocal = RN(1/s), where the reciprocal routes apply to s: |s| in [2^-62, 2^62] (so
+/// s and 1/s are normal, and the quotients Markstein's route keeps have normal dividends and remainders).
+HWY_INLINE bool MarksteinReciprocal(float s, float* reciprocal) {
+  const float magnitude = s < 0 ? -s : s;
+  if (!(magnitude >= 0x1p-62f && magnitude <= 0x1p62f)) return false;
+  *reciprocal = 1.0f / s;
+  return true;
+}
+
+/// MarksteinReciprocal for scale[0, count): true, with reciprocal[k] = RN(1/scale[k]), where it applies
+/// to every one of them. Reads scale[0, count) only (a caller's array, anywhere); writes whole
+/// vectors: `reciprocal` has a vector of room past the count.
+HWY_INLINE bool MarksteinReciprocals(const float* scale, float* reciprocal, int64_t count) {
+  const DF df;
+  const DU du;
+  auto outside = hn::FirstN(df, 0);
+  ForEachVector(count, [&](int64_t k, size_t n) QDQ_INLINE_LAMBDA {
+    const VF s = LoadPartial(df, scale + k, n);
+    // |s| in [2^-62, 2^62] as one unsigned compare of the magnitude's bits (NaN lies above +inf).
+    const VU offset = hn::Sub(hn::BitCast(du, hn::Abs(s)), hn::Set(du, 0x20800000u));  // bits of 2^-62
+    const auto in_range = hn::RebindMask(df, hn::Lt(offset, hn::Set(du, 0x5E800000u - 0x20800000u + 1)));  // 2^62
+    outside = hn::Or(outside, hn::AndNot(in_range, hn::FirstN(df, n)));
+    hn::StoreU(hn::Div(hn::Set(df, 1.0f), s), df, reciprocal + k);
+  });
+  return hn::AllFalse(df, outside);
+}
+
+/// A 16-bit division type's quotient by multiplying: x and s are values of F (float16 or bfloat16),
+/// the quotient is RN_F(x / s) (the kernels round RN(x / s) in float32 to F, exact since float32 has
+/// more than twice F's precision plus two bits), and for s in [2^-62, 2^62], RN_F(RN(x·RN(1/s))) is
+/// that same value wherever RN_F(x / s) is a normal F number or an overflow. Why: with r = RN(1/s)
+/// and q0 = RN(x·r) normal float32 numbers, q0 = (x / s)(1 + d1)(1 + d2), |d1|, |d2| <= 2^-24, so
+/// |q0 − x / s| <= (2^-23 + 2^-48)·|x / s|. A rounding boundary of F (a midpoint of neighbouring F
+/// values, or the overflow boundary past the largest) is m = (2c + 1)·2^k with 2c + 1 < 2^(M+2)
+/// (M: F's stored mantissa bits), and x / s = (a / b)·2^j with integers a, b < 2^(M+1). Then
+/// x / s − m is 0, which needs 2c + 1 to divide a and so happens only at the boundaries of F's
+/// subnormals, or at least |m| / (b·(2c + 1)) > |m|·2^-(2M+3) in magnitude: for float16,
+/// |m| / (2047·4095) > 1.0007·2^-23·|m|, beyond q0's error; for bfloat16, about 2^-17·|m|. So no
+/// boundary lies between x / s and q0, nor on x / s, and both round alike. The ranges: float16
+/// products lie in [2^-40, 2^40], always normal; bfloat16 products at or beyond float32's overflow
+/// mean quotients beyond F's overflow boundary too; bfloat16's subnormals are float32's, below every
+/// output's least nonzero code. Below float16's least normal 2^-14, the product may round an exact tie
+/// to the other neighbour, 2^-24 away: integer outputs are the zero point either way, and no narrow
+/// float output tells the two apart (an exhaustive unit test, HalfProductMatchesScalarForEveryCode,
+/// checks every pair for every output). NaN and ±inf x give the division's NaN and ±inf. No fused
+/// multiply-add: every target takes it.
+struct HalfProduct {
+  VF reciprocal;
+
+  static HWY_INLINE VF QuotientWith(VF x, VF, VF reciprocal) { return hn::Mul(x, reciprocal); }
+  static HWY_INLINE void GroupWith(VF& x0, VF& x1, VF& x2, VF& x3, GroupDivisors d) {
+    x0 = hn::Mul(x0, d.r0);
+    x1 = hn::Mul(x1, d.r1);
+    x2 = hn::Mul(x2, d.r2);
+    x3 = hn::Mul(x3, d.r3);
+  }
+
+  HWY_INLINE VF Quotient(VF x, VF scale) const { return QuotientWith(x, scale, reciprocal); }
+  HWY_INLINE void Group(VF& x0, VF& x1, VF& x2, VF& x3, VF scale) const {
+    GroupWith(x0, x1, x2, x3, SameDivisors(scale, reciprocal));
+  }
+};
+
+#if HWY_NATIVE_FMA
 /// RN(x / s) by Markstein's theorem: with r = RN(1/s), q0 = RN(x·r), e = fma(−q0, s, x) is exact and
 /// q = RN(q0 + e·r) is the correctly rounded quotient, provided nothing over- or underflows. The
 /// range check keeps that so: s is in [2^-62, 2^62] (MarksteinReciprocal), and a lane is taken only
@@ -203,65 +300,10 @@ struct CodeRoundingCheck {
   HWY_INLINE GroupDivisors Divisors(VF scale) const { return SameDivisors(scale, reciprocal); }
 };
 
-/// Route (Markstein, RoundingCheck or CodeRoundingCheck) with each vector's own scale and reciprocal, both read from
-/// the loop's Params (Scale and Reciprocal): blocks along the last axis, whose every scale MarksteinReciprocal accepted
-/// (MarksteinReciprocals).
-template <class Route>
-struct PerVectorReciprocals {
-  static constexpr bool kChecksCodes = requires { Route::kChecksCodes; };
-  template <class Params>
-  HWY_INLINE VF Quotient(VF x, const Params& params, int64_t k, size_t n) const {
-    return Route::QuotientWith(x, params.Scale(k, n), params.Reciprocal(k, n));
-  }
-  /// The divisors of the group of four vectors at run element k.
-  template <class Params>
-  HWY_INLINE GroupDivisors Divisors(const Params& params, int64_t k) const {
-    const int64_t lanes = static_cast<int64_t>(hn::Lanes(DF()));
-    const size_t full = static_cast<size_t>(lanes);
-    return {params.Scale(k, full),
-            params.Scale(k + lanes, full),
-            params.Scale(k + 2 * lanes, full),
-            params.Scale(k + 3 * lanes, full),
-            params.Reciprocal(k, full),
-            params.Reciprocal(k + lanes, full),
-            params.Reciprocal(k + 2 * lanes, full),
-            params.Reciprocal(k + 3 * lanes, full)};
-  }
-  template <class Params>
-  HWY_INLINE void Group(VF& x0, VF& x1, VF& x2, VF& x3, const Params& params, int64_t k) const {
-    Route::GroupWith(x0, x1, x2, x3, Divisors(params, k));
-  }
-};
-
-/// True, with *reciprocal = RN(1/s), where the Markstein route applies to s: |s| in [2^-62, 2^62]
-/// (so s and 1/s are normal, and the quotients it keeps have normal dividends and remainders).
-HWY_INLINE bool MarksteinReciprocal(float s, float* reciprocal) {
-  const float magnitude = s < 0 ? -s : s;
-  if (!(magnitude >= 0x1p-62f && magnitude <= 0x1p62f)) return false;
-  *reciprocal = 1.0f / s;
-  return true;
-}
-
-/// MarksteinReciprocal for scale[0, count): true, with reciprocal[k] = RN(1/scale[k]), where it applies
-/// to every one of them. Reads scale[0, count) only (a caller's array, anywhere); writes whole
-/// vectors: `reciprocal` has a vector of room past the count.
-HWY_INLINE bool MarksteinReciprocals(const float* scale, float* reciprocal, int64_t count) {
-  const DF df;
-  const DU du;
-  auto outside = hn::FirstN(df, 0);
-  ForEachVector(count, [&](int64_t k, size_t n) QDQ_INLINE_LAMBDA {
-    const VF s = LoadPartial(df, scale + k, n);
-    // |s| in [2^-62, 2^62] as one unsigned compare of the magnitude's bits (NaN lies above +inf).
-    const VU offset = hn::Sub(hn::BitCast(du, hn::Abs(s)), hn::Set(du, 0x20800000u));  // bits of 2^-62
-    const auto in_range = hn::RebindMask(df, hn::Lt(offset, hn::Set(du, 0x5E800000u - 0x20800000u + 1)));  // 2^62
-    outside = hn::Or(outside, hn::AndNot(in_range, hn::FirstN(df, n)));
-    hn::StoreU(hn::Div(hn::Set(df, 1.0f), s), df, reciprocal + k);
-  });
-  return hn::AllFalse(df, outside);
-}
+#endif  // HWY_NATIVE_FMA
 
 }  // namespace
-#endif  // QDQ_SIMD_HAS_KERNELS && HWY_NATIVE_FMA
+#endif  // QDQ_SIMD_HAS_KERNELS
 }  // namespace HWY_NAMESPACE
 }  // namespace qdq::detail::simd
 HWY_AFTER_NAMESPACE();

@@ -26,8 +26,10 @@
 // division, where the target measured it faster: quotient_route.hpp) take a reciprocal route with the
 // same codes (markstein-inl.h): the rounding check for 8-bit and narrower integers, the rounding check
 // on the code for float8 and FLOAT4E2M1 without a zero point, Markstein's corrected reciprocal for the
-// others. Blocks of 1-8 vectors take each block's own reciprocal (PerVectorReciprocals), and in-place
-// segments of blocks along an outer axis keep their row's reciprocals for the rows that share it.
+// others; float16 and bfloat16 division multiplies by the reciprocal on every target, a product that
+// rounds to the same quotient in that type (HalfProduct). Blocks of 1-8 vectors take each block's own
+// reciprocal (PerVectorReciprocals), and in-place segments of blocks along an outer axis keep their
+// row's reciprocals for the rows that share it.
 // 2/4-bit outputs not packed in registers go through a code buffer packed per chunk (pack-inl.h).
 //
 // Stores (StoreMode): every path above takes `stream` at run time, QuantizeLoop does not. Normal
@@ -189,6 +191,9 @@ constexpr bool ChecksCodes() {
   }
 }
 
+/// Whether P is a 16-bit division type, whose reciprocal route is HalfProduct.
+constexpr bool IsHalfDivision(T p) { return p == T::kFloat16 || p == T::kBFloat16; }
+
 /// Whether output type Y's float32 broadcast runs take this target's reciprocal route (the call's
 /// zero point decides FLOAT4E2M1's: reciprocal_kind), each kind measured once per target.
 template <T Y>
@@ -201,12 +206,14 @@ HWY_INLINE bool UseReciprocal(const QuantizeCall& c) {
 #endif
 }
 
-/// Whether output type Y's blocks along the last axis take each block's own reciprocal in the flat
-/// loop where the target's route is the reciprocal one: the outputs of the two rounding checks
-/// (FLOAT4E2M1 with a zero point divides there: Markstein per block measured slower than the division
-/// for float8 blocks, whose encoder bounds the loop, before the check on the code existed).
-template <T Y>
-constexpr bool kBlockReciprocals = rounding_check_applies(Y) || is_float8(Y) || Y == T::kFloat4E2M1;
+/// Whether output type Y's blocks along the last axis, dividing in P, take each block's own reciprocal
+/// in the flat loop where the target's route is the reciprocal one: in float32 the outputs of the
+/// rounding checks (FLOAT4E2M1 with a zero point divides there: Markstein per block measured slower
+/// than the division for float8 blocks, whose encoder bounds the loop, before the check on the code
+/// existed); in float16 and bfloat16 every output (HalfProduct).
+template <T P, T Y>
+constexpr bool kBlockReciprocals = IsHalfDivision(P) || rounding_check_applies(Y) ||
+                                   is_float8(Y) || Y == T::kFloat4E2M1;
 
 /// x · (1/s), with the scale slot holding 1/s where ExactReciprocal proved the product exact.
 struct MultiplyByExactReciprocal {
@@ -487,7 +494,8 @@ HWY_INLINE BroadcastParams BroadcastAt(const QuantizeCall& c, int64_t param) {
 
 /// QuantizeLoop over a run with one scale and zero point: multiplying by the reciprocal where that
 /// is exact, else (float32 division, `reciprocal`: the target's measured route) the rounding check or
-/// Markstein's corrected reciprocal where they apply, dividing otherwise.
+/// Markstein's corrected reciprocal where they apply, (float16 and bfloat16 division) the product by
+/// the reciprocal where the scale lies in [2^-62, 2^62] (HalfProduct), dividing otherwise.
 template <T X, T P, T Y, bool kPackInRegisters>
 HWY_INLINE void QuantizeBroadcast(const QuantizeCall& c, int64_t first, int64_t count, BroadcastParams b, uint8_t* out,
                                   bool reciprocal) {
@@ -517,6 +525,12 @@ HWY_INLINE void QuantizeBroadcast(const QuantizeCall& c, int64_t first, int64_t 
     }
   }
 #endif
+  if constexpr (IsHalfDivision(P)) {
+    if (reciprocal && MarksteinReciprocal(hn::GetLane(b.scale), &inverse)) {
+      QuantizeLoop<X, P, Y, HalfProduct, kPack>(c, first, count, b, out, HalfProduct{hn::Set(DF(), inverse)});
+      return;
+    }
+  }
   (void)reciprocal;
   QuantizeLoop<X, P, Y, Divide, kPack>(c, first, count, b, out);
 }
@@ -626,7 +640,7 @@ HWY_NOINLINE void QuantizeGeneral(const QuantizeCall& c, void* y, int64_t begin,
   // zero-point array, which expansion fills only for FLOAT4E2M1: that output divides, as do rows of
   // more than a chunk's scales, whose segments alternate between pieces of the row.
   constexpr bool kCachedReciprocals =
-      HWY_NATIVE_FMA && P == T::kFloat && kBlockReciprocals<Y> && !has_float_zero_point(Y);
+      HWY_NATIVE_FMA && P == T::kFloat && kBlockReciprocals<P, Y> && !has_float_zero_point(Y);
   [[maybe_unused]] float* const cached = storage.float_zero_point;
   [[maybe_unused]] int64_t cached_first = -1;  // parameters [cached_first, cached_first + cached_count)
   [[maybe_unused]] int64_t cached_count = 0;
@@ -838,15 +852,23 @@ HWY_NOINLINE void QuantizeVectorBlocks(const QuantizeCall& c, void* y, int64_t b
     // Power-of-two scales (the MX formats' FLOAT8E8M0 ones) multiply by their exact reciprocals;
     // others take the target's reciprocal route with each block's own reciprocal, where it applies
     // to every block of the piece.
-    if constexpr (P == T::kFloat) {
+    if constexpr (IsHalfDivision(P)) {
+      if (ExactReciprocalsInPlace(params.scale, count >> shift)) {
+        loop(MultiplyByExactReciprocal{});
+      } else if (reciprocal && MarksteinReciprocals(params.scale, params.reciprocal, count >> shift)) {
+        loop(PerVectorReciprocals<HalfProduct>{});
+      } else {
+        loop(Divide{});
+      }
+    } else if constexpr (P == T::kFloat) {
       if (ExactReciprocalsInPlace(params.scale, count >> shift)) {
         loop(MultiplyByExactReciprocal{});
 #if HWY_NATIVE_FMA
-      } else if (kBlockReciprocals<Y> && reciprocal &&
+      } else if (kBlockReciprocals<P, Y> && reciprocal &&
                  MarksteinReciprocals(params.scale, params.reciprocal, count >> shift)) {
         if constexpr (rounding_check_applies(Y)) {
           loop(PerVectorReciprocals<RoundingCheck>{});
-        } else if constexpr (kBlockReciprocals<Y>) {
+        } else if constexpr (kBlockReciprocals<P, Y>) {
           // FLOAT4E2M1 with a zero point divides: Markstein per block lost to the division.
           if (code_check_applies(Y, c.zero_point != nullptr)) {
             loop(PerVectorReciprocals<CodeRoundingCheck>{});
@@ -876,7 +898,7 @@ HWY_NOINLINE void QuantizeKernelBody(const QuantizeCall& c, void* y, int64_t beg
   // kBlockReciprocals outputs; for the others it divides, so their blocks of four vectors and more
   // keep a loop per block with one reciprocal in a register.
   const int shift =
-      VectorBlockShift(c.plan, lanes, (reciprocal && !kBlockReciprocals<Y> ? 3 : kMaxFlatBlockVectors) * lanes);
+      VectorBlockShift(c.plan, lanes, (reciprocal && !kBlockReciprocals<P, Y> ? 3 : kMaxFlatBlockVectors) * lanes);
   if (shift >= 0) {
     // Whole blocks in the middle; a partial block at either end of the task goes the general way.
     // 2/4-bit y packs whole groups of four vectors in registers: the last partial group goes the
@@ -906,6 +928,8 @@ template <T X, T P, T Y, StoreMode kStores>
 void QuantizeKernelT(const QuantizeCall& c, void* y, int64_t begin, int64_t end) {
   bool reciprocal = false;
   if constexpr (P == T::kFloat) reciprocal = UseReciprocal<Y>(c);
+  // The 16-bit division types' product is never slower than the division: nothing to measure.
+  if constexpr (IsHalfDivision(P)) reciprocal = forced_quotient_route() != QuotientRoute::kDivide;
   QuantizeKernelBody<X, P, Y>(c, y, begin, end, reciprocal, kStores == StoreMode::kStream);
   // The task's non-temporal stores are ordered before whatever reports it done.
   if constexpr (kStores == StoreMode::kStream) hwy::FlushStream();

@@ -59,10 +59,11 @@ QuotientRoute quotient_route(int64_t target, ReciprocalKind kind);
 /// "division" or "reciprocal" ("auto" for kAuto). Allocates nothing.
 const char* quotient_route_name(QuotientRoute route);
 
-/// How `target` divides float32 by a scale that is not a power of two for output type y without a
-/// zero point: "division", "rounding check", "code rounding check" or "Markstein reciprocal".
-/// Allocates nothing; thread-safe (may measure, as above).
-const char* quotient_route_description(int64_t target, DataType y);
+/// How `target` divides in `division_type` by a scale that is not a power of two for output type y
+/// without a zero point: in float32 "division", "rounding check", "code rounding check" or "Markstein
+/// reciprocal"; in float16 and bfloat16 "16-bit reciprocal" (HalfProduct, markstein-inl.h: every
+/// target). Allocates nothing; thread-safe (may measure, as above).
+const char* quotient_route_description(int64_t target, DataType division_type, DataType y);
 
 /// Writes the Markstein route's quotients x[i] / s of `target` to q[0, n) and returns true, or
 /// returns false where the route does not apply (no fused multiply-add, or |s| outside [2^-62, 2^62]).
