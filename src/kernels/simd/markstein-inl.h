@@ -23,17 +23,24 @@ namespace HWY_NAMESPACE {
 #if QDQ_SIMD_HAS_KERNELS
 namespace {
 
-/// A group's divisors: each of its four vectors' scale and RN(1/scale) (one scale for a run, or each
-/// vector's own in blocks).
-struct GroupDivisors {
+/// The scales of a group's four vectors.
+struct GroupScales {
   VF s0, s1, s2, s3;
-  VF r0, r1, r2, r3;
 };
 
+// A group's divisors (SameDivisors, VectorDivisors): each of its four vectors' RN(1/scale), r0..r3,
+// and Scales(), which only Markstein's route and the fallback read: read from memory, in blocks,
+// only on the rare path (loaded with the reciprocals, GCC 12 kept them on the stack every group).
+
 /// One scale and its reciprocal for all four vectors of a group.
-HWY_INLINE GroupDivisors SameDivisors(VF scale, VF reciprocal) {
-  return {scale, scale, scale, scale, reciprocal, reciprocal, reciprocal, reciprocal};
-}
+struct SameDivisors {
+  SameDivisors(VF scale, VF reciprocal) : r0(reciprocal), r1(reciprocal), r2(reciprocal), r3(reciprocal), s(scale) {}
+  VF r0, r1, r2, r3;
+  HWY_INLINE GroupScales Scales() const { return {s, s, s, s}; }
+
+ private:
+  VF s;
+};
 
 /// Four quotients, as the fallback returns them.
 struct GroupQuotients {
@@ -54,10 +61,12 @@ HWY_NOINLINE VF DivideVector(VF x, VF scale) { return hn::Div(x, scale); }
 
 /// The end of a reciprocal route's group, its one branch: x0..x3 become the route's q0..q3 where
 /// every lane of `taken` is set, else their four divisions (DivideGroup).
+template <class Divisors>
 HWY_INLINE void CommitGroup(hn::Mask<DF> taken, VF q0, VF q1, VF q2, VF q3, VF& x0, VF& x1, VF& x2, VF& x3,
-                            GroupDivisors d) {
+                            const Divisors& d) {
   if (HWY_UNLIKELY(!hn::AllTrue(DF(), taken))) {
-    const GroupQuotients divided = DivideGroup(x0, x1, x2, x3, d.s0, d.s1, d.s2, d.s3);
+    const GroupScales s = d.Scales();
+    const GroupQuotients divided = DivideGroup(x0, x1, x2, x3, s.s0, s.s1, s.s2, s.s3);
     q0 = divided.q0;
     q1 = divided.q1;
     q2 = divided.q2;
@@ -79,19 +88,31 @@ struct PerVectorReciprocals {
   HWY_INLINE VF Quotient(VF x, const Params& params, int64_t k, size_t n) const {
     return Route::QuotientWith(x, params.Scale(k, n), params.Reciprocal(k, n));
   }
-  /// The divisors of the group of four vectors at run element k.
+  /// The divisors of the group of four vectors at run element k: the reciprocals, and the scales
+  /// read where they are asked for.
   template <class Params>
-  HWY_INLINE GroupDivisors Divisors(const Params& params, int64_t k) const {
-    const int64_t lanes = static_cast<int64_t>(hn::Lanes(DF()));
-    const size_t full = static_cast<size_t>(lanes);
-    return {params.Scale(k, full),
-            params.Scale(k + lanes, full),
-            params.Scale(k + 2 * lanes, full),
-            params.Scale(k + 3 * lanes, full),
-            params.Reciprocal(k, full),
-            params.Reciprocal(k + lanes, full),
-            params.Reciprocal(k + 2 * lanes, full),
-            params.Reciprocal(k + 3 * lanes, full)};
+  struct VectorDivisors {
+    VectorDivisors(const Params& params, int64_t k) : params_(params), k_(k) {
+      r0 = params.Reciprocal(k, kFull);
+      r1 = params.Reciprocal(k + kLanes, kFull);
+      r2 = params.Reciprocal(k + 2 * kLanes, kFull);
+      r3 = params.Reciprocal(k + 3 * kLanes, kFull);
+    }
+    VF r0, r1, r2, r3;
+    HWY_INLINE GroupScales Scales() const {
+      return {params_.Scale(k_, kFull), params_.Scale(k_ + kLanes, kFull), params_.Scale(k_ + 2 * kLanes, kFull),
+              params_.Scale(k_ + 3 * kLanes, kFull)};
+    }
+
+   private:
+    static constexpr int64_t kLanes = static_cast<int64_t>(hn::MaxLanes(DF()));
+    static constexpr size_t kFull = hn::MaxLanes(DF());
+    const Params& params_;
+    int64_t k_;
+  };
+  template <class Params>
+  HWY_INLINE VectorDivisors<Params> Divisors(const Params& params, int64_t k) const {
+    return VectorDivisors<Params>(params, k);
   }
   template <class Params>
   HWY_INLINE void Group(VF& x0, VF& x1, VF& x2, VF& x3, const Params& params, int64_t k) const {
@@ -149,7 +170,8 @@ struct HalfProduct {
   VF reciprocal;
 
   static HWY_INLINE VF QuotientWith(VF x, VF, VF reciprocal) { return hn::Mul(x, reciprocal); }
-  static HWY_INLINE void GroupWith(VF& x0, VF& x1, VF& x2, VF& x3, GroupDivisors d) {
+  template <class Divisors>
+  static HWY_INLINE void GroupWith(VF& x0, VF& x1, VF& x2, VF& x3, const Divisors& d) {
     x0 = hn::Mul(x0, d.r0);
     x1 = hn::Mul(x1, d.r1);
     x2 = hn::Mul(x2, d.r2);
@@ -194,12 +216,14 @@ struct Markstein {
   }
 
   /// The quotients of four vectors in place, dividing all four where any lane is out of range.
-  static HWY_INLINE void GroupWith(VF& x0, VF& x1, VF& x2, VF& x3, GroupDivisors d) {
+  template <class Divisors>
+  static HWY_INLINE void GroupWith(VF& x0, VF& x1, VF& x2, VF& x3, const Divisors& d) {
     hn::Mask<DF> t0, t1, t2, t3;
-    const VF q0 = Corrected(x0, d.s0, d.r0, &t0);
-    const VF q1 = Corrected(x1, d.s1, d.r1, &t1);
-    const VF q2 = Corrected(x2, d.s2, d.r2, &t2);
-    const VF q3 = Corrected(x3, d.s3, d.r3, &t3);
+    const GroupScales s = d.Scales();
+    const VF q0 = Corrected(x0, s.s0, d.r0, &t0);
+    const VF q1 = Corrected(x1, s.s1, d.r1, &t1);
+    const VF q2 = Corrected(x2, s.s2, d.r2, &t2);
+    const VF q3 = Corrected(x3, s.s3, d.r3, &t3);
     CommitGroup(hn::And(hn::And(t0, t1), hn::And(t2, t3)), q0, q1, q2, q3, x0, x1, x2, x3, d);
   }
 
@@ -250,7 +274,8 @@ struct RoundingCheck {
   /// Per vector (the loop's partial rest): the division.
   static HWY_INLINE VF QuotientWith(VF x, VF scale, VF) { return hn::Div(x, scale); }
 
-  static HWY_INLINE void GroupWith(VF& x0, VF& x1, VF& x2, VF& x3, GroupDivisors d) {
+  template <class Divisors>
+  static HWY_INLINE void GroupWith(VF& x0, VF& x1, VF& x2, VF& x3, const Divisors& d) {
     const DF df;
     const VF q0 = hn::Mul(x0, d.r0);
     const VF q1 = hn::Mul(x1, d.r1);
@@ -297,7 +322,7 @@ struct CodeRoundingCheck {
   }
 
   HWY_INLINE VF Quotient(VF x, VF scale) const { return QuotientWith(x, scale, reciprocal); }
-  HWY_INLINE GroupDivisors Divisors(VF scale) const { return SameDivisors(scale, reciprocal); }
+  HWY_INLINE SameDivisors Divisors(VF scale) const { return SameDivisors(scale, reciprocal); }
 };
 
 #endif  // HWY_NATIVE_FMA

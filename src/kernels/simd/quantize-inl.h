@@ -334,8 +334,8 @@ HWY_INLINE void StoreQuotientGroup(const QuantizeCall& c, bool saturate, VF q0, 
 /// StoreQuotientGroup for a narrow float y (float8, FLOAT4E2M1 without a zero point) under
 /// CodeRoundingCheck: x0..x3 · RN(1/s) encoded, kept where the check on the encoder's scaled values
 /// passes, else the group's divisions encoded (DivideGroup).
-template <T Y, bool kPackInRegisters>
-HWY_INLINE void StoreCheckedGroup(bool saturate, VF x0, VF x1, VF x2, VF x3, GroupDivisors d, uint8_t* out) {
+template <T Y, bool kPackInRegisters, class Divisors>
+HWY_INLINE void StoreCheckedGroup(bool saturate, VF x0, VF x1, VF x2, VF x3, const Divisors& d, uint8_t* out) {
   using F = typename TypeTraits<Y>::Format;
   const DI di;
   VF q0 = hn::Mul(x0, d.r0), q1 = hn::Mul(x1, d.r1), q2 = hn::Mul(x2, d.r2), q3 = hn::Mul(x3, d.r3);
@@ -360,7 +360,8 @@ HWY_INLINE void StoreCheckedGroup(bool saturate, VF x0, VF x1, VF x2, VF x3, Gro
     }
   }
   if (HWY_UNLIKELY(!hn::AllTrue(DF(), keep))) {
-    const GroupQuotients divided = DivideGroup(x0, x1, x2, x3, d.s0, d.s1, d.s2, d.s3);
+    const GroupScales s = d.Scales();
+    const GroupQuotients divided = DivideGroup(x0, x1, x2, x3, s.s0, s.s1, s.s2, s.s3);
     q0 = divided.q0;
     q1 = divided.q1;
     q2 = divided.q2;
