@@ -202,6 +202,7 @@ std::vector<CaseInfo> build_cases() {
   for (T y : {T::kFloat4E2M1, T::kFloat8E4M3FN}) add("quantize", T::kFloat, y, "blocked-last", 32, true);
   add("quantize", T::kFloat16, T::kUint8, "per-tensor", 0);
   add("quantize", T::kBFloat16, T::kInt8, "per-tensor", 0);
+  add("quantize", T::kFloat16, T::kInt4, "blocked-last", 32);  // float16 LLM weights to int4 blocks
   // DynamicQuantizeLinear: the range pass and the quantize pass, each reading x.
   add("dynamic", T::kFloat, T::kUint8, "per-tensor", 0);
 
