@@ -1489,8 +1489,8 @@ TEST(HalfProductTest, Float16SubnormalQuotientsEncodeAsTheDivisionsDo) {
 /// reciprocal route, for every one of the 65536 codes of x (NaN, ±inf, subnormals, the largest values;
 /// in code order in one task, shuffled in many). Scales that bring each range to its case: float16
 /// subnormal quotients, quotients about float16's overflow boundary 65520, bfloat16 quotients about
-/// FLT_MAX and in float32's subnormal range, scales outside [2^-62, 2^62] (the division). Integer
-/// outputs with a zero point, narrow float outputs in both saturation modes; per tensor, and in blocks
+/// FLT_MAX and in float32's subnormal range, scales outside [2^-62, 2^62] (the division). Integer and
+/// FLOAT4E2M1 outputs with a zero point, float8 in both saturation modes; per tensor, and in blocks
 /// along the last axis, each with its own scale (the flat loop). Also the theorem behind the route,
 /// for these scales: outside float16's subnormal range, every product rounds as the quotient does.
 TEST_P(SimdKernelsTest, HalfProductMatchesScalarForEveryCode) {
@@ -1538,7 +1538,8 @@ TEST_P(SimdKernelsTest, HalfProductMatchesScalarForEveryCode) {
       Tensor x{p, shape, std::vector<uint8_t>(2 * order.size())};
       std::memcpy(x.bytes.data(), order.data(), x.bytes.size());
       const Tensor s{p, scale_shape, make_float_tensor(p, scales)};
-      const bool with_zp = is_quantized_integer(y);
+      // Zero points for the integer outputs and FLOAT4E2M1, which adds its own before encoding.
+      const bool with_zp = is_quantized_integer(y) || y == T::kFloat4E2M1;
       const Tensor zp{y, scale_shape, random_bytes(y, static_cast<int64_t>(scales.size()), rng)};
       QuantizeLinearAttributes attributes;
       attributes.opset = 25;

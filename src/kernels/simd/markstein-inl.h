@@ -79,8 +79,8 @@ HWY_INLINE void CommitGroup(hn::Mask<DF> taken, VF q0, VF q1, VF q2, VF q3, VF& 
 }
 
 /// Route (Markstein, RoundingCheck, CodeRoundingCheck or HalfProduct) with each vector's own scale and reciprocal,
-/// both read from the loop's Params (Scale and Reciprocal): blocks along the last axis, whose every scale
-/// MarksteinReciprocal accepted (MarksteinReciprocals).
+/// both read from the loop's Params (Scale and Reciprocal): blocks along the last axis, and segments of blocks
+/// along an outer axis read in place, whose every scale MarksteinReciprocal accepted (MarksteinReciprocals).
 template <class Route>
 struct PerVectorReciprocals {
   static constexpr bool kChecksCodes = requires { Route::kChecksCodes; };
@@ -163,8 +163,8 @@ HWY_INLINE bool MarksteinReciprocals(const float* scale, float* reciprocal, int6
 /// mean quotients beyond F's overflow boundary too; bfloat16's subnormals are float32's, below every
 /// output's least nonzero code. Below float16's least normal 2^-14, the product may round an exact tie
 /// to the other neighbour, 2^-24 away: integer outputs are the zero point either way, and no narrow
-/// float output tells the two apart (an exhaustive unit test, HalfProductMatchesScalarForEveryCode,
-/// checks every pair for every output). NaN and ±inf x give the division's NaN and ±inf. No fused
+/// float output tells the two apart (HalfProductTest.Float16SubnormalQuotientsEncodeAsTheDivisionsDo
+/// checks every such pair for every output). NaN and ±inf x give the division's NaN and ±inf. No fused
 /// multiply-add: every target takes it.
 struct HalfProduct {
   VF reciprocal;
