@@ -175,7 +175,8 @@ QDQ_API const char* quantize_division_route(DataType y_type);
 
 /// As quantize_division_route(y_type) for QuantizeLinear dividing in `division_type` (the scale's
 /// type or `precision`): float16 and bfloat16 give "16-bit reciprocal" (a multiply whose product
-/// rounds to the quotient's bits in that type). Allocates nothing; thread-safe.
+/// rounds to the quotient's bits in that type), float64 (int32 scales) "division". Allocates
+/// nothing; thread-safe.
 QDQ_API const char* quantize_division_route(DataType y_type, DataType division_type);
 
 /// Which stores the vectorised kernels write y with in a call whose output is `output_bytes` bytes:

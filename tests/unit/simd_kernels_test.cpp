@@ -1484,6 +1484,21 @@ TEST(HalfProductTest, Float16SubnormalQuotientsEncodeAsTheDivisionsDo) {
   EXPECT_GT(misrounded, 0);
 }
 
+/// qdq::quantize_division_route names the 16-bit product for float16 and bfloat16 division on a
+/// build with vector kernels, the division where QDQ_QUANTIZE_ROUTE=divide forces it and for float64
+/// (int32 scales), and one of the float32 routes for float32.
+TEST(HalfProductTest, DivisionRouteNamesIt) {
+  const bool vectorised = simd::best_target() != 0;
+  const simd::ScopedQuotientRoute automatic(simd::QuotientRoute::kAuto);  // whatever QDQ_QUANTIZE_ROUTE says
+  for (const T p : {T::kFloat16, T::kBFloat16}) {
+    EXPECT_STREQ(quantize_division_route(T::kInt8, p), vectorised ? "16-bit reciprocal" : "division");
+    const simd::ScopedQuotientRoute forced(simd::QuotientRoute::kDivide);
+    EXPECT_STREQ(quantize_division_route(T::kInt8, p), "division");
+  }
+  EXPECT_STREQ(quantize_division_route(T::kInt8, T::kDouble), "division");
+  EXPECT_STREQ(quantize_division_route(T::kInt8, T::kFloat), quantize_division_route(T::kInt8));
+}
+
 /// The product in a 16-bit division type (HalfProduct: float16 and bfloat16 x and scales, whose
 /// quotient x·RN(1/s) rounds to the type as x / s does) against the scalar kernel, under the forced
 /// reciprocal route, for every one of the 65536 codes of x (NaN, ±inf, subnormals, the largest values;

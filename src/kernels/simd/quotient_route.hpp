@@ -62,7 +62,7 @@ const char* quotient_route_name(QuotientRoute route);
 /// How `target` divides in `division_type` by a scale that is not a power of two for output type y
 /// without a zero point: in float32 "division", "rounding check", "code rounding check" or "Markstein
 /// reciprocal"; in float16 and bfloat16 "16-bit reciprocal" (HalfProduct, markstein-inl.h: every
-/// target). Allocates nothing; thread-safe (may measure, as above).
+/// target); in any other type "division". Allocates nothing; thread-safe (may measure, as above).
 const char* quotient_route_description(int64_t target, DataType division_type, DataType y);
 
 /// Writes the Markstein route's quotients x[i] / s of `target` to q[0, n) and returns true, or
