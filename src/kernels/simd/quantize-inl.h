@@ -191,9 +191,6 @@ constexpr bool ChecksCodes() {
   }
 }
 
-/// Whether P is a 16-bit division type, whose reciprocal route is HalfProduct.
-constexpr bool IsHalfDivision(T p) { return p == T::kFloat16 || p == T::kBFloat16; }
-
 /// Whether output type Y's float32 broadcast runs take this target's reciprocal route (the call's
 /// zero point decides FLOAT4E2M1's: reciprocal_kind), each kind measured once per target.
 template <T Y>
@@ -212,7 +209,7 @@ HWY_INLINE bool UseReciprocal(const QuantizeCall& c) {
 /// than the division for float8 blocks, whose encoder bounds the loop, before the check on the code
 /// existed); in float16 and bfloat16 every output (HalfProduct).
 template <T P, T Y>
-constexpr bool kBlockReciprocals = IsHalfDivision(P) || rounding_check_applies(Y) ||
+constexpr bool kBlockReciprocals = is_half_division(P) || rounding_check_applies(Y) ||
                                    is_float8(Y) || Y == T::kFloat4E2M1;
 
 /// x · (1/s), with the scale slot holding 1/s where ExactReciprocal proved the product exact.
@@ -526,7 +523,7 @@ HWY_INLINE void QuantizeBroadcast(const QuantizeCall& c, int64_t first, int64_t 
     }
   }
 #endif
-  if constexpr (IsHalfDivision(P)) {
+  if constexpr (is_half_division(P)) {
     if (reciprocal && MarksteinReciprocal(hn::GetLane(b.scale), &inverse)) {
       QuantizeLoop<X, P, Y, HalfProduct, kPack>(c, first, count, b, out, HalfProduct{hn::Set(DF(), inverse)});
       return;
@@ -853,7 +850,7 @@ HWY_NOINLINE void QuantizeVectorBlocks(const QuantizeCall& c, void* y, int64_t b
     // Power-of-two scales (the MX formats' FLOAT8E8M0 ones) multiply by their exact reciprocals;
     // others take the target's reciprocal route with each block's own reciprocal, where it applies
     // to every block of the piece.
-    if constexpr (IsHalfDivision(P)) {
+    if constexpr (is_half_division(P)) {
       if (ExactReciprocalsInPlace(params.scale, count >> shift)) {
         loop(MultiplyByExactReciprocal{});
       } else if (reciprocal && MarksteinReciprocals(params.scale, params.reciprocal, count >> shift)) {
@@ -929,8 +926,7 @@ template <T X, T P, T Y, StoreMode kStores>
 void QuantizeKernelT(const QuantizeCall& c, void* y, int64_t begin, int64_t end) {
   bool reciprocal = false;
   if constexpr (P == T::kFloat) reciprocal = UseReciprocal<Y>(c);
-  // The 16-bit division types' product is never slower than the division: nothing to measure.
-  if constexpr (IsHalfDivision(P)) reciprocal = forced_quotient_route() != QuotientRoute::kDivide;
+  if constexpr (is_half_division(P)) reciprocal = half_product_route();
   QuantizeKernelBody<X, P, Y>(c, y, begin, end, reciprocal, kStores == StoreMode::kStream);
   // The task's non-temporal stores are ordered before whatever reports it done.
   if constexpr (kStores == StoreMode::kStream) hwy::FlushStream();

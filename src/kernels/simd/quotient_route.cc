@@ -177,8 +177,7 @@ const char* quotient_route_name(QuotientRoute route) {
 }
 
 const char* quotient_route_description(int64_t target, DataType division_type, DataType y) {
-  if (division_type == DataType::kFloat16 || division_type == DataType::kBFloat16)
-    return forced_quotient_route() == QuotientRoute::kDivide ? "division" : "16-bit reciprocal";
+  if (is_half_division(division_type)) return half_product_route() ? "16-bit reciprocal" : "division";
   if (division_type != DataType::kFloat) return "division";  // float64 (int32 scales): the scalar kernels
   const ReciprocalKind kind = reciprocal_kind(y, false);
   if (quotient_route(target, kind) != QuotientRoute::kReciprocal) return "division";

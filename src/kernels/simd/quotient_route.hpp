@@ -33,6 +33,12 @@ constexpr bool code_check_applies(DataType y, bool zero_point) {
   return is_float8(y) || (y == DataType::kFloat4E2M1 && !zero_point);
 }
 
+/// Whether QuantizeLinear divides in a 16-bit type (float16, bfloat16), where every target multiplies
+/// by the reciprocal instead (HalfProduct in markstein-inl.h). Allocates nothing.
+constexpr bool is_half_division(DataType division_type) {
+  return division_type == DataType::kFloat16 || division_type == DataType::kBFloat16;
+}
+
 /// The reciprocal route of output type y, with or without a zero point. Allocates nothing.
 constexpr ReciprocalKind reciprocal_kind(DataType y, bool zero_point) {
   if (rounding_check_applies(y)) return ReciprocalKind::kRoundingCheck;
@@ -46,6 +52,10 @@ void force_quotient_route(QuotientRoute route);
 
 /// The forced route (kAuto where none is). Allocates nothing; thread-safe.
 QuotientRoute forced_quotient_route();
+
+/// Whether 16-bit division (is_half_division) takes the product: always, unless the division is
+/// forced. It is not measured: a multiply never loses to a division. Allocates nothing; thread-safe.
+inline bool half_product_route() { return forced_quotient_route() != QuotientRoute::kDivide; }
 
 /// The route `target`'s kernels take for outputs whose reciprocal route is `kind`: the forced one, or
 /// the one measured once per target at first use (the division and the reciprocal route of an int8,
