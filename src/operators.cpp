@@ -85,14 +85,19 @@ DynamicQuantizationParameters dynamic_quantize_linear(const TensorView& x, const
 
   const auto* data = static_cast<const float*>(x.data);
   const auto elements = static_cast<int64_t>(count);
-  // Pass 1: the range, one partial result per fixed task, combined in task order.
+  // Pass 1: the range, one partial result per fixed task. Task k reads the chunk k from the end, so
+  // that the chunks read last, which pass 2 reads first, are still in the cache when it starts: at
+  // sizes beyond the last-level cache, two forward passes would find none of x there. NaN, minimum
+  // and maximum combine exactly in any order.
   const int64_t tasks = (elements + detail::kTaskGrain - 1) / detail::kTaskGrain;
   std::vector<detail::FloatRange> partial(static_cast<size_t>(tasks));
   const detail::RangeKernel range = detail::select_range_kernel(detail::resolve_force_scalar(options));
   detail::parallel_ranges(
       elements, options,
-      [&](int64_t begin, int64_t end) {
-        partial[static_cast<size_t>(begin / detail::kTaskGrain)] = range(data, begin, end);
+      [&](int64_t begin, int64_t) {
+        const int64_t chunk = tasks - 1 - begin / detail::kTaskGrain;
+        const int64_t first = chunk * detail::kTaskGrain;
+        partial[static_cast<size_t>(chunk)] = range(data, first, std::min(elements, first + detail::kTaskGrain));
       },
       count * 4, reinterpret_cast<const void*>(range));
   detail::FloatRange all;

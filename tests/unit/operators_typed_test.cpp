@@ -908,6 +908,39 @@ TEST(Threads, ResultsIndependentOfExecution) {
   EXPECT_EQ(y1.bytes, y3.bytes);
 }
 
+// The range pass reads its chunks in an order of its own (the last first): each extreme, and a
+// NaN, must count wherever it lies, in the first, a middle or the ragged last chunk, on any
+// number of threads.
+TEST(Threads, DynamicRangeSeesEveryChunk) {
+  const size_t n = 3 * 32768 + 5;  // three whole tasks and a ragged one
+  qdq::ExecutionOptions one, two;
+  one.num_threads = 1;
+  two.num_threads = 2;
+  for (const size_t at : {size_t{0}, size_t{32767}, size_t{32768}, size_t{65600}, n - 5, n - 1}) {
+    SCOPED_TRACE("extremes at " + std::to_string(at));
+    std::vector<float> xs(n, 1.0f);
+    xs[at] = -4.0f;  // the minimum alone
+    const Tensor low = f32({static_cast<int64_t>(n)}, xs);
+    xs[at] = 10.0f;  // the maximum alone
+    const Tensor high = f32({static_cast<int64_t>(n)}, xs);
+    xs[at] = std::numeric_limits<float>::quiet_NaN();
+    const Tensor nan = f32({static_cast<int64_t>(n)}, xs);
+    for (const auto* opts : {&one, &two}) {
+      Tensor y = output(DataType::kUint8, low.shape);
+      auto p = qdq::dynamic_quantize_linear(low.view(), y.mut(), *opts);
+      EXPECT_EQ(bits_of(p.y_scale), bits_of(5.0f / 255.0f));  // the range [-4, 1]
+      EXPECT_EQ(p.y_zero_point, 204);
+      EXPECT_EQ(y.bytes[at], 0);
+      p = qdq::dynamic_quantize_linear(high.view(), y.mut(), *opts);
+      EXPECT_EQ(bits_of(p.y_scale), bits_of(10.0f / 255.0f));  // the range [0, 10]: zero is always in it
+      EXPECT_EQ(p.y_zero_point, 0);
+      EXPECT_EQ(y.bytes[at], 255);
+      p = qdq::dynamic_quantize_linear(nan.view(), y.mut(), *opts);
+      EXPECT_TRUE(std::isnan(p.y_scale));
+    }
+  }
+}
+
 // =============================================================================================
 // Output untouched on error.
 
