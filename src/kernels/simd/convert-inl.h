@@ -339,8 +339,16 @@ HWY_INLINE VF LoadHalf(const uint16_t* p, size_t n) {
 HWY_INLINE VU RoundBitsToBF16(VF v) {
   const DU du;
   const VU bits = hn::BitCast(du, v);
+#if HWY_TARGET == HWY_AVX3
+  // The odd bit as a mask: bits + 0x8000 where bit 16 is set, else bits + 0x7FFF (three operations
+  // instead of four).
+  const __mmask16 odd = _mm512_test_epi32_mask(bits.raw, _mm512_set1_epi32(0x10000));
+  return VU{_mm512_mask_add_epi32(_mm512_add_epi32(bits.raw, _mm512_set1_epi32(0x7FFF)), odd, bits.raw,
+                                  _mm512_set1_epi32(0x8000))};
+#else
   const VU odd = hn::And(hn::ShiftRight<16>(bits), hn::Set(du, 1u));
   return hn::Add(bits, hn::Add(hn::Set(du, 0x7FFFu), odd));
+#endif
 }
 
 /// The float16/bfloat16 codes of v (round to nearest even, overflow to ±inf), in the low 16 bits of
