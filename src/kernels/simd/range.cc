@@ -45,8 +45,15 @@ FloatRange Range(const float* x, int64_t begin, int64_t end) {
   VF lo0 = hn::Zero(df), lo1 = lo0, lo2 = lo0, lo3 = lo0;
   VF hi0 = lo0, hi1 = lo0, hi2 = lo0, hi3 = lo0;
   auto nan = hn::Ne(lo0, lo0);  // all false
+  // The pass streams x from memory, where the loads alone keep too few lines in flight (as in the
+  // quantize loop): each group asks for its lines kPrefetchBytes ahead. Integer addresses: past the
+  // end of x they point at nothing, and a prefetch there does nothing.
+  constexpr uintptr_t kGroupBytes = 4 * hn::MaxLanes(DF()) * sizeof(float);
+  const uintptr_t ahead = reinterpret_cast<uintptr_t>(x) + kPrefetchBytes;
   int64_t i = begin;
   for (; i + 4 * lanes <= end; i += 4 * lanes) {
+    for (uintptr_t line = 0; line < kGroupBytes; line += 64)
+      hwy::Prefetch(reinterpret_cast<const uint8_t*>(ahead + static_cast<uintptr_t>(i) * sizeof(float) + line));
     const VF v0 = hn::LoadU(df, x + i);
     const VF v1 = hn::LoadU(df, x + i + lanes);
     const VF v2 = hn::LoadU(df, x + i + 2 * lanes);
