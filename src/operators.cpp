@@ -97,7 +97,8 @@ DynamicQuantizationParameters dynamic_quantize_linear(const TensorView& x, const
       [&](int64_t begin, int64_t) {
         const int64_t chunk = tasks - 1 - begin / detail::kTaskGrain;
         const int64_t first = chunk * detail::kTaskGrain;
-        partial[static_cast<size_t>(chunk)] = range(data, first, std::min(elements, first + detail::kTaskGrain));
+        partial[static_cast<size_t>(chunk)] =
+            range(data, first, std::min(elements, first + detail::kTaskGrain), elements);
       },
       count * 4, reinterpret_cast<const void*>(range));
   detail::FloatRange all;

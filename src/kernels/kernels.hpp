@@ -30,10 +30,12 @@ struct FloatRange {
   bool nan = false;
 };
 
-using RangeKernel = FloatRange (*)(const float* x, int64_t begin, int64_t end);
+/// The range of x[begin, end); `elements`, x's whole count, tells a vectorised kernel whether x
+/// streams from memory (it never changes the result).
+using RangeKernel = FloatRange (*)(const float* x, int64_t begin, int64_t end, int64_t elements);
 
 /// The scalar reference of the range, the oracle for the vectorised one.
-FloatRange range_scalar(const float* x, int64_t begin, int64_t end);
+FloatRange range_scalar(const float* x, int64_t begin, int64_t end, int64_t elements);
 
 /// The vectorised range kernel for this CPU, or range_scalar (forced, or no SIMD target).
 RangeKernel select_range_kernel(bool force_scalar);

@@ -133,7 +133,7 @@ void quantize_scalar(const QuantizeCall& call, void* y, int64_t begin, int64_t e
   });
 }
 
-FloatRange range_scalar(const float* x, int64_t begin, int64_t end) {
+FloatRange range_scalar(const float* x, int64_t begin, int64_t end, int64_t /*elements*/) {
   FloatRange r;
   for (int64_t i = begin; i < end; ++i) {
     const float v = x[i];

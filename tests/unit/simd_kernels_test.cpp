@@ -1672,16 +1672,21 @@ TEST_P(SimdKernelsTest, DynamicRangeMatchesScalar) {
       if (trial % 4 == 1) v = -std::fabs(v) - 1.0f;
       if (trial % 4 == 2) v = std::fabs(v) + 1.0f;
     }
+    const auto size = static_cast<int64_t>(x.size());
     for (int64_t begin : {0, 1, 3, 7}) {
-      for (int64_t end = begin; end <= static_cast<int64_t>(x.size()); end += end < begin + 80 ? 1 : 37) {
-        const FloatRange want = range_scalar(x.data(), begin, end);
-        const FloatRange got = range(x.data(), begin, end);
-        ASSERT_EQ(got.nan, want.nan) << target_.name << " trial " << trial << " [" << begin << ", " << end << ")";
-        ASSERT_EQ(std::bit_cast<uint32_t>(got.lo), std::bit_cast<uint32_t>(want.lo))
-            << target_.name << " trial " << trial << " [" << begin << ", " << end << ")";
-        ASSERT_EQ(std::bit_cast<uint32_t>(got.hi), std::bit_cast<uint32_t>(want.hi))
-            << target_.name << " trial " << trial << " [" << begin << ", " << end << ")";
-        ++compared_;
+      for (int64_t end = begin; end <= size; end += end < begin + 80 ? 1 : 37) {
+        const FloatRange want = range_scalar(x.data(), begin, end, size);
+        // x's whole count as given, and as if x were a large tensor: then the kernel asks for lines
+        // ahead, past x's end too, which must change nothing.
+        for (const int64_t elements : {size, int64_t{1} << 28}) {
+          const FloatRange got = range(x.data(), begin, end, elements);
+          ASSERT_EQ(got.nan, want.nan) << target_.name << " trial " << trial << " [" << begin << ", " << end << ")";
+          ASSERT_EQ(std::bit_cast<uint32_t>(got.lo), std::bit_cast<uint32_t>(want.lo))
+              << target_.name << " trial " << trial << " [" << begin << ", " << end << ")";
+          ASSERT_EQ(std::bit_cast<uint32_t>(got.hi), std::bit_cast<uint32_t>(want.hi))
+              << target_.name << " trial " << trial << " [" << begin << ", " << end << ")";
+          ++compared_;
+        }
       }
     }
   }

@@ -409,18 +409,16 @@ HWY_INLINE void QuantizeLoopWith(const QuantizeCall& c, bool saturate, int64_t f
   const auto begin_step = [&](int64_t k) QDQ_INLINE_LAMBDA {
     if constexpr (requires { params.BeginStep(k); }) params.BeginStep(k);
   };
-  // Out of cache the loads wait on memory while the divider idles, and the hardware prefetchers
-  // alone keep too few lines in flight: each group asks for every line kPrefetchBytes ahead (one
-  // request per group for two lines gained nothing). The addresses are integers: past the end of x
-  // they point at nothing, and a prefetch there does nothing.
+  // Out of cache the loads wait on memory while the divider idles: each group asks for its lines
+  // ahead (PrefetchAhead; one request per group for two lines gained nothing).
   constexpr uintptr_t kInBytes = TypeTraits<X>::kBits / 8;
   constexpr uintptr_t kGroupBytes = 4 * hn::MaxLanes(DF()) * kInBytes;
-  const uintptr_t ahead = reinterpret_cast<uintptr_t>(c.x) + static_cast<uintptr_t>(first) * kInBytes + kPrefetchBytes;
+  const uintptr_t x_at = reinterpret_cast<uintptr_t>(c.x) + static_cast<uintptr_t>(first) * kInBytes;
+  const bool into_l2 = PrefetchesIntoL2(static_cast<uint64_t>(c.plan.elements) * kInBytes);
   int64_t i = 0;
   for (; i + 4 * lanes <= count; i += 4 * lanes) {
     begin_step(i);
-    for (uintptr_t line = 0; line < kGroupBytes; line += 64)
-      hwy::Prefetch(reinterpret_cast<const uint8_t*>(ahead + static_cast<uintptr_t>(i) * kInBytes + line));
+    PrefetchAhead(x_at + static_cast<uintptr_t>(i) * kInBytes, kGroupBytes, into_l2);
     uint8_t* const dst = kBytesPer != 0 ? out + i * kBytesPer : out + i * kBits / 8;
     if constexpr (ChecksCodes<Quotient>()) {
 #if HWY_NATIVE_FMA

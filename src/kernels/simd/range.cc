@@ -39,21 +39,19 @@ HWY_INLINE VF MaxInto(VF acc, VF v) {
 
 }  // namespace
 
-FloatRange Range(const float* x, int64_t begin, int64_t end) {
+FloatRange Range(const float* x, int64_t begin, int64_t end, int64_t elements) {
   const DF df;
   const auto lanes = static_cast<int64_t>(hn::Lanes(df));
   VF lo0 = hn::Zero(df), lo1 = lo0, lo2 = lo0, lo3 = lo0;
   VF hi0 = lo0, hi1 = lo0, hi2 = lo0, hi3 = lo0;
   auto nan = hn::Ne(lo0, lo0);  // all false
-  // The pass streams x from memory, where the loads alone keep too few lines in flight (as in the
-  // quantize loop): each group asks for its lines kPrefetchBytes ahead. Integer addresses: past the
-  // end of x they point at nothing, and a prefetch there does nothing.
+  // Each group asks for its lines ahead (PrefetchAhead), into L2 too where x is large.
   constexpr uintptr_t kGroupBytes = 4 * hn::MaxLanes(DF()) * sizeof(float);
-  const uintptr_t ahead = reinterpret_cast<uintptr_t>(x) + kPrefetchBytes;
+  const uintptr_t x_at = reinterpret_cast<uintptr_t>(x);
+  const bool into_l2 = PrefetchesIntoL2(static_cast<uint64_t>(elements) * sizeof(float));
   int64_t i = begin;
   for (; i + 4 * lanes <= end; i += 4 * lanes) {
-    for (uintptr_t line = 0; line < kGroupBytes; line += 64)
-      hwy::Prefetch(reinterpret_cast<const uint8_t*>(ahead + static_cast<uintptr_t>(i) * sizeof(float) + line));
+    PrefetchAhead(x_at + static_cast<uintptr_t>(i) * sizeof(float), kGroupBytes, into_l2);
     const VF v0 = hn::LoadU(df, x + i);
     const VF v1 = hn::LoadU(df, x + i + lanes);
     const VF v2 = hn::LoadU(df, x + i + 2 * lanes);
@@ -90,7 +88,9 @@ FloatRange Range(const float* x, int64_t begin, int64_t end) {
   return r;
 }
 #else
-FloatRange Range(const float* x, int64_t begin, int64_t end) { return range_scalar(x, begin, end); }
+FloatRange Range(const float* x, int64_t begin, int64_t end, int64_t elements) {
+  return range_scalar(x, begin, end, elements);
+}
 #endif
 }  // namespace HWY_NAMESPACE
 }  // namespace qdq::detail::simd
