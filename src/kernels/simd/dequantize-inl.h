@@ -157,11 +157,12 @@ HWY_INLINE void DequantizeLoop(const DequantizeCall& c, const void* src, int64_t
                             QDQ_INLINE_LAMBDA { return i + v / kVectorsPerBlock * kVectorsPerBlock * lanes; };
   // Out of cache x's lines are asked for ahead (PrefetchAhead), as in the quantize loop: without,
   // 16-bit outputs stream at 0.6 of the machine's rate (their stores are half of float32's, so the
-  // loads' latency shows). Sub-byte x comes from a buffer in cache.
+  // loads' latency shows). Sub-byte x comes from a buffer in cache (so does the int8 form of 2/4-bit
+  // codes this loop is given: no requests into L2 for it).
   constexpr uintptr_t kInBytes = kBits >= 8 ? static_cast<uintptr_t>(kBits / 8) : 0;
   constexpr uintptr_t kGroupBytes = 4 * hn::MaxLanes(DF()) * kInBytes;
   const uintptr_t x_at = reinterpret_cast<uintptr_t>(src) + static_cast<uintptr_t>(src_index) * kInBytes;
-  const bool into_l2 = PrefetchesIntoL2(static_cast<uint64_t>(c.plan.elements) * kInBytes);
+  const bool into_l2 = src == c.x && PrefetchesIntoL2(static_cast<uint64_t>(c.plan.elements) * kInBytes);
   int64_t i = 0;
   for (; i + 4 * lanes <= count; i += 4 * lanes) {
     if constexpr (kGroupBytes > 0) PrefetchAhead(x_at + static_cast<uintptr_t>(i) * kInBytes, kGroupBytes, into_l2);
