@@ -43,14 +43,18 @@ Segment segment_at(const Plan& plan, int64_t first, int64_t limit);
 /// segments (blocks of 32 along the last axis) would otherwise pay three 64-bit divisions each.
 class SegmentCursor {
  public:
-  SegmentCursor(const Plan& plan, int64_t first) : plan_(plan) {
-    if (plan.granularity == Granularity::kPerTensor) return;
-    n_ = first % plan.inner;
-    const int64_t row = first / plan.inner;
-    i_ = row % plan.axis_len;
-    o_ = row / plan.axis_len;
-    j_ = i_ / plan.block;
-    in_block_ = i_ % plan.block;
+  SegmentCursor(const Plan& plan, int64_t first) : plan_(plan) { seek(first); }
+
+  /// Moves to flat element `first`, wherever it is.
+  void seek(int64_t first) {
+    const Plan& p = plan_;
+    if (p.granularity == Granularity::kPerTensor) return;
+    n_ = first % p.inner;
+    const int64_t row = first / p.inner;
+    i_ = row % p.axis_len;
+    o_ = row / p.axis_len;
+    j_ = i_ / p.block;
+    in_block_ = i_ % p.block;
   }
 
   /// The segment at the current element, cut at `limit` (exclusive, flat); moves past it.
@@ -149,6 +153,78 @@ void for_each_piece(const Plan& plan, int64_t begin, int64_t end, int64_t piece,
     position += segment.count;
   }
 }
+
+/// Whether elements [begin, end) of a blocked plan with rows longer than `width` (blocks along an
+/// outer axis: each row of `inner` parameters serves `block` rows of x) can go column tile by column
+/// tile (for_each_row_tile_piece): rows of a multiple of 4 elements, so every piece starts on a whole
+/// byte of 2/4-bit data, and at least two rows in the range, so that a tile's parameters serve more
+/// than one piece.
+inline bool row_tiles_apply(const Plan& plan, int64_t begin, int64_t end, int64_t width) {
+  return plan.granularity == Granularity::kBlocked && plan.block > 1 && plan.inner > width && plan.inner % 4 == 0 &&
+         begin % 4 == 0 && end - begin >= 2 * plan.inner;
+}
+
+/// The pieces of elements [begin, end) in the order the kernels' chunk loops take them, each within
+/// `width` (a multiple of 4) elements. Plainly, consecutive chunks of `width`. With `row_tiles` (where
+/// row_tiles_apply), pieces within one row: for each block of rows, tile by tile (columns
+/// [t·width, (t + 1)·width)), the tile's piece of each of the range's rows of that block in order,
+/// so that consecutive pieces share their parameters. Every element once, either way.
+class ChunkOrder {
+ public:
+  ChunkOrder(const Plan& plan, int64_t begin, int64_t end, int64_t width, bool row_tiles)
+      : plan_(plan), end_(end), width_(width), row_tiles_(row_tiles), at_(begin) {
+    if (row_tiles_) start_rows(begin / plan.inner);
+  }
+
+  /// The next piece, [first, last); false when none is left.
+  bool next(int64_t& first, int64_t& last) {
+    if (!row_tiles_) {
+      if (at_ >= end_) return false;
+      first = at_;
+      last = std::min(end_, at_ + width_);
+      at_ = last;
+      return true;
+    }
+    const int64_t n = plan_.inner;
+    for (;;) {
+      if (r_ == rows_end_) {  // the tile's rows are done: the next tile, or the next block's rows
+        r_ = row_;
+        column_ += width_;
+        if (column_ >= n) {
+          if (rows_end_ * n >= end_) return false;
+          start_rows(rows_end_);
+        }
+      }
+      first = std::max(at_, r_ * n + column_);
+      last = std::min(end_, r_ * n + std::min(n, column_ + width_));
+      ++r_;
+      if (first < last) return true;
+    }
+  }
+
+ private:
+  // The range's rows of the block of x's rows that holds `row`: [row_, rows_end_), from the first tile.
+  void start_rows(int64_t row) {
+    const Plan& p = plan_;
+    const int64_t outer_first = row / p.axis_len * p.axis_len;
+    const int64_t block_first = outer_first + (row - outer_first) / p.block * p.block;
+    const int64_t block_end = std::min(block_first + p.block, outer_first + p.axis_len);
+    row_ = row;
+    rows_end_ = std::min(block_end, (end_ + p.inner - 1) / p.inner);
+    r_ = row;
+    column_ = 0;
+  }
+
+  const Plan& plan_;
+  int64_t end_;
+  int64_t width_;
+  bool row_tiles_;
+  int64_t at_;  // plainly the next piece's start; with row tiles, the range's start
+  int64_t row_ = 0;
+  int64_t rows_end_ = 0;
+  int64_t r_ = 0;
+  int64_t column_ = 0;
+};
 
 /// What every kernel call has, validated: the inputs, their types and the iteration plan.
 struct KernelCall {

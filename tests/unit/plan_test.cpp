@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <string>
 #include <vector>
 
 #include "plan.hpp"
@@ -85,6 +86,75 @@ TEST(PlanTest, SegmentsMatchTheDefinitionForEveryGranularityAndSplit) {
             by_cursor.insert(by_cursor.end(), cursor_rest.begin(), cursor_rest.end());
             ASSERT_EQ(by_cursor, expected) << shape_to_string(shape) << " axis " << axis << " block " << block
                                            << " split " << split << " chunk " << chunk;
+          }
+        }
+      }
+    }
+  }
+}
+
+/// ChunkOrder with row tiles: over ranges of blocked plans along an outer axis (blocks of rows,
+/// ragged last blocks, several outer indices), every element comes exactly once, in pieces of at most
+/// the width that lie in one row and start on a multiple of 4; within a block, a tile's pieces come
+/// row by row before the next tile's, each a segment whose parameters step by one; and without row
+/// tiles, the plain chunks.
+TEST(PlanTest, RowTilesCoverEveryElementOnceTileByTile) {
+  const float scale_storage[4 * 3 * 40] = {};
+  for (const std::vector<int64_t>& shape : std::vector<std::vector<int64_t>>{{7, 40}, {2, 9, 24}, {3, 5, 12}}) {
+    const auto rank = static_cast<int64_t>(shape.size());
+    const int64_t inner = shape.back();
+    std::vector<float> x(static_cast<size_t>(element_count(shape)));
+    const TensorView xv{DataType::kFloat, shape, x.data(), x.size() * 4};
+    for (const int64_t block : {2, 3, 4}) {
+      std::vector<int64_t> scale_shape = shape;
+      scale_shape[static_cast<size_t>(rank - 2)] = (shape[static_cast<size_t>(rank - 2)] + block - 1) / block;
+      const TensorView sv{DataType::kFloat, scale_shape, scale_storage, element_count(scale_shape) * 4};
+      QuantizeLinearAttributes attributes;
+      attributes.axis = rank - 2;
+      attributes.block_size = block;
+      const Plan plan = plan_quantize(attributes, xv, sv, nullptr).plan;
+      for (const int64_t width : {4, 8, 12}) {
+        for (int64_t begin = 0; begin < plan.elements; begin += 4) {
+          for (int64_t end = begin + 1; end <= plan.elements; end += 3) {
+            const std::string what = shape_to_string(shape) + " block " + std::to_string(block) + " width " +
+                                     std::to_string(width) + " [" + std::to_string(begin) + ", " +
+                                     std::to_string(end) + ")";
+            const bool tiles = row_tiles_apply(plan, begin, end, width);
+            ASSERT_EQ(tiles, inner > width && end - begin >= 2 * inner) << what;
+            std::vector<int> seen(static_cast<size_t>(plan.elements));
+            int64_t previous_first = -1;
+            int64_t previous_row = -1;
+            ChunkOrder order(plan, begin, end, width, tiles);
+            for (int64_t first, last; order.next(first, last);) {
+              ASSERT_LT(first, last) << what;
+              ASSERT_LE(last - first, width) << what;
+              for (int64_t e = first; e < last; ++e) ++seen[static_cast<size_t>(e)];
+              if (!tiles) {
+                ASSERT_EQ(first, previous_first < 0 ? begin : previous_first + width) << what;
+                previous_first = first;
+                continue;
+              }
+              ASSERT_EQ(first % 4, 0) << what;
+              const int64_t row = first / inner;
+              ASSERT_EQ((last - 1) / inner, row) << what << " piece at " << first;
+              ASSERT_LE(first % inner / width, (last - 1) % inner / width) << what;  // one tile
+              const Segment s = segment_at(plan, first, last);
+              ASSERT_EQ(s.count, last - first) << what;
+              if (previous_first >= 0 && row / plan.axis_len == previous_row / plan.axis_len &&
+                  row % plan.axis_len / block == previous_row % plan.axis_len / block) {
+                // The same block of rows: the next row in the same tile, or the first row in a later tile.
+                const int64_t tile = first % inner / width;
+                const int64_t previous_tile = previous_first % inner / width;
+                ASSERT_TRUE((tile == previous_tile && row > previous_row) || (tile > previous_tile && row <= previous_row))
+                    << what << " piece at " << first << " after " << previous_first;
+              } else if (previous_first >= 0) {
+                ASSERT_GT(row, previous_row) << what;  // blocks of rows in order
+              }
+              previous_first = first;
+              previous_row = row;
+            }
+            for (int64_t e = 0; e < plan.elements; ++e)
+              ASSERT_EQ(seen[static_cast<size_t>(e)], e >= begin && e < end ? 1 : 0) << what << " element " << e;
           }
         }
       }

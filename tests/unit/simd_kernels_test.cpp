@@ -143,11 +143,12 @@ struct Tensor {
 };
 
 /// Splits [0, elements) into tasks with begins at multiples of 4, as parallel_ranges does but with
-/// irregular sizes, so that kernels start at unaligned offsets and inside segments.
-std::vector<int64_t> task_bounds(int64_t elements, std::mt19937& rng) {
+/// irregular sizes (multiples of 4 up to `longest`), so that kernels start at unaligned offsets and
+/// inside segments.
+std::vector<int64_t> task_bounds(int64_t elements, std::mt19937& rng, int64_t longest = 160) {
   std::vector<int64_t> bounds = {0};
   while (bounds.back() < elements) {
-    const int64_t step = 4 * (1 + static_cast<int64_t>(rng() % 40));
+    const int64_t step = 4 * (1 + static_cast<int64_t>(rng() % static_cast<uint64_t>(longest / 4)));
     bounds.push_back(std::min(elements, bounds.back() + step));
   }
   return bounds;
@@ -1243,14 +1244,16 @@ TEST_P(SimdKernelsTest, ReciprocalRoutesMatchScalarNearHalfIntegersInBlocks) {
 /// Quotients at and 1-3 ulps beside half-integers (integer outputs) or rounding boundaries (float8:
 /// the midpoints of neighbouring values); rows of N = 256 (whole segments, kept), 300 (segments cut
 /// by the chunks: some expanded), 1000 (a segment that is the end of a kept row, read at its offset,
-/// in one task), 1024, and 1500 (past a chunk: divided);
-/// with and without one scale beyond 2^62 in a row, which sends the segments of that row to the
-/// division; zero points for the integer outputs; both routes forced.
+/// in one task), 1024, and 1500, 2052 and 3000 (past a chunk: taken column tile by column tile
+/// across the rows of a task's block where the task holds two rows or more, divided where it holds
+/// fewer); with and without one scale beyond 2^62 in a row, which sends the segments of that row to
+/// the division; zero points for the integer outputs; both routes forced; one task, short tasks, and
+/// tasks of one to five rows that start and end inside rows.
 TEST_P(SimdKernelsTest, ReciprocalRoutesMatchScalarInBlocksAlongTheFirstAxis) {
   std::mt19937 rng(29);
   const std::vector<float> pool{0.0173f, 2.0f / 127.0f, 1.0f / 3.0f, -0.37f, 3e-5f, 7.1f, 0x1.0f0f1p+0f, 0x1.3p-62f};
   int64_t calls = 0;
-  for (const int64_t cols : {256, 300, 1000, 1024, 1500}) {
+  for (const int64_t cols : {256, 300, 1000, 1024, 1500, 2052, 3000}) {
     for (const int64_t block : {8, 32}) {
       for (const bool out_of_range : {false, true}) {
         const int64_t rows = 2 * block + 3;  // a ragged last block
@@ -1289,9 +1292,10 @@ TEST_P(SimdKernelsTest, ReciprocalRoutesMatchScalarInBlocksAlongTheFirstAxis) {
           const TensorView sv = s.view();
           const TensorView zv = zp.view();
           const QuantizeCall call = plan_quantize(attributes, xv, sv, with_zp ? &zv : nullptr);
-          // One task (whose rows share kept reciprocals) and many.
+          // One task (whose rows share kept reciprocals), many short ones, and ones of a few rows.
           const int64_t n = rows * cols;
-          for (const std::vector<int64_t>& bounds : {std::vector<int64_t>{0, n}, task_bounds(n, rng)}) {
+          for (const std::vector<int64_t>& bounds :
+               {std::vector<int64_t>{0, n}, task_bounds(n, rng), task_bounds(n, rng, 5 * cols)}) {
             for (const simd::QuotientRoute route : {simd::QuotientRoute::kDivide, simd::QuotientRoute::kReciprocal}) {
               const simd::ScopedQuotientRoute forced(route);
               expect_target_matches_scalar(call, n, bounds, describe_stream([&](std::ostream& o) {
