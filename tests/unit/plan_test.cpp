@@ -117,8 +117,8 @@ TEST(PlanTest, RowTilesCoverEveryElementOnceTileByTile) {
         for (int64_t begin = 0; begin < plan.elements; begin += 4) {
           for (int64_t end = begin + 1; end <= plan.elements; end += 3) {
             const std::string what = shape_to_string(shape) + " block " + std::to_string(block) + " width " +
-                                     std::to_string(width) + " [" + std::to_string(begin) + ", " +
-                                     std::to_string(end) + ")";
+                                     std::to_string(width) + " [" + std::to_string(begin) + ", " + std::to_string(end) +
+                                     ")";
             const bool tiles = row_tiles_apply(plan, begin, end, width);
             ASSERT_EQ(tiles, inner > width && end - begin >= 2 * inner) << what;
             std::vector<int> seen(static_cast<size_t>(plan.elements));
@@ -145,7 +145,8 @@ TEST(PlanTest, RowTilesCoverEveryElementOnceTileByTile) {
                 // The same block of rows: the next row in the same tile, or the first row in a later tile.
                 const int64_t tile = first % inner / width;
                 const int64_t previous_tile = previous_first % inner / width;
-                ASSERT_TRUE((tile == previous_tile && row > previous_row) || (tile > previous_tile && row <= previous_row))
+                ASSERT_TRUE((tile == previous_tile && row > previous_row) ||
+                            (tile > previous_tile && row <= previous_row))
                     << what << " piece at " << first << " after " << previous_first;
               } else if (previous_first >= 0) {
                 ASSERT_GT(row, previous_row) << what;  // blocks of rows in order
