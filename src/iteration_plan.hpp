@@ -156,7 +156,7 @@ void for_each_piece(const Plan& plan, int64_t begin, int64_t end, int64_t piece,
 
 /// Whether elements [begin, end) of a blocked plan with rows longer than `width` (blocks along an
 /// outer axis: each row of `inner` parameters serves `block` rows of x) can go column tile by column
-/// tile (for_each_row_tile_piece): rows of a multiple of 4 elements, so every piece starts on a whole
+/// tile (ChunkOrder with row tiles): rows of a multiple of 4 elements, so every piece starts on a whole
 /// byte of 2/4-bit data, and at least two rows in the range, so that a tile's parameters serve more
 /// than one piece.
 inline bool row_tiles_apply(const Plan& plan, int64_t begin, int64_t end, int64_t width) {
