@@ -154,6 +154,14 @@ void for_each_piece(const Plan& plan, int64_t begin, int64_t end, int64_t piece,
   }
 }
 
+/// Columns [begin, end) of every row: a row-tile task's share of each of its rows (RowTileTasks).
+/// Unset (end 0), a task is its flat range.
+struct ColumnWindow {
+  int64_t begin = 0;
+  int64_t end = 0;
+  bool set() const { return end > 0; }
+};
+
 /// Whether elements [begin, end) of a blocked plan with rows longer than `width` (blocks along an
 /// outer axis: each row of `inner` parameters serves `block` rows of x) can go column tile by column
 /// tile (ChunkOrder with row tiles): rows of a multiple of 4 elements, so every piece starts on a whole
@@ -171,8 +179,15 @@ inline bool row_tiles_apply(const Plan& plan, int64_t begin, int64_t end, int64_
 /// so that consecutive pieces share their parameters. Every element once, either way.
 class ChunkOrder {
  public:
-  ChunkOrder(const Plan& plan, int64_t begin, int64_t end, int64_t width, bool row_tiles)
-      : plan_(plan), end_(end), width_(width), row_tiles_(row_tiles), at_(begin) {
+  /// With `columns` set (a row-tile task, RowTileTasks), only those columns of each row: row tiles then.
+  ChunkOrder(const Plan& plan, int64_t begin, int64_t end, int64_t width, bool row_tiles, ColumnWindow columns = {})
+      : plan_(plan),
+        end_(end),
+        width_(width),
+        row_tiles_(row_tiles || columns.set()),
+        column_begin_(columns.set() ? columns.begin : 0),
+        column_end_(columns.set() ? columns.end : plan.inner),
+        at_(begin) {
     if (row_tiles_) start_rows(begin / plan.inner);
   }
 
@@ -190,13 +205,13 @@ class ChunkOrder {
       if (r_ == rows_end_) {  // the tile's rows are done: the next tile, or the next block's rows
         r_ = row_;
         column_ += width_;
-        if (column_ >= n) {
+        if (column_ >= column_end_) {
           if (rows_end_ * n >= end_) return false;
           start_rows(rows_end_);
         }
       }
       first = std::max(at_, r_ * n + column_);
-      last = std::min(end_, r_ * n + std::min(n, column_ + width_));
+      last = std::min(end_, r_ * n + std::min(column_end_, column_ + width_));
       ++r_;
       if (first < last) return true;
     }
@@ -212,18 +227,84 @@ class ChunkOrder {
     row_ = row;
     rows_end_ = std::min(block_end, (end_ + p.inner - 1) / p.inner);
     r_ = row;
-    column_ = 0;
+    column_ = column_begin_;
   }
 
   const Plan& plan_;
   int64_t end_;
   int64_t width_;
   bool row_tiles_;
+  int64_t column_begin_;
+  int64_t column_end_;
   int64_t at_;  // plainly the next piece's start; with row tiles, the range's start
   int64_t row_ = 0;
   int64_t rows_end_ = 0;
   int64_t r_ = 0;
   int64_t column_ = 0;
+};
+
+/// The tasks of a call with blocks along an outer axis ([K, N] blocked along K, ONNX MatMul's weight
+/// layout) and rows longer than a tile: each task is up to kRows rows of one block (more where
+/// rows are short enough for more to fill the grain) by a run of columns, which the kernels take tile by tile
+/// (ChunkOrder), so that a tile's parameters serve every row of the task: the quantize kernel's reciprocals, the
+/// dequantize kernel's scales and unpacked zero points, from L1. Flat tasks of a fixed number of elements hold an
+/// eighth of a 256 Ki-wide row, which no other row of the task shares. Tasks come block by block, row group by row
+/// group, column run by column run; each holds at most `grain` elements or one tile column's worth, and every element
+/// is in exactly one. Plain data: nothing allocated.
+class RowTileTasks {
+ public:
+  // 8 rows by 4096 columns (qdq's grain): the loops' L2 requests 4 KiB ahead of float32 x then ask
+  // for the same task's next tile, not another task's, which the other thread may run (32 rows by
+  // 1024 columns: 2 threads at 64 Mi 0.93x the flat tasks, 1 thread 1.2x), and one reciprocal per 8
+  // elements is as good as one per 32.
+  static constexpr int64_t kRows = 8;
+  static constexpr int64_t kColumns = 1024;  // the SIMD kernels' chunk: a tile's column run
+
+  /// Blocked with blocks of two rows or more, rows longer than kColumns, and a multiple of 4 long,
+  /// so that every task's piece of a row starts on a whole byte of 2/4-bit data.
+  static bool applies(const Plan& plan) {
+    return plan.granularity == Granularity::kBlocked && plan.block > 1 && plan.inner > kColumns && plan.inner % 4 == 0;
+  }
+
+  RowTileTasks(const Plan& plan, int64_t grain) : plan_(plan) {
+    rows_ = std::min(plan.block, std::max(kRows, grain / plan.inner));  // rows of 2048: 16 whole ones
+    columns_ = std::max(kColumns, grain / rows_ / kColumns * kColumns);
+    tiles_ = (plan.inner + columns_ - 1) / columns_;
+    const int64_t blocks = (plan.axis_len + plan.block - 1) / plan.block;
+    groups_per_block_ = (plan.block + rows_ - 1) / rows_;
+    const int64_t last_block_rows = plan.axis_len - (blocks - 1) * plan.block;
+    groups_per_outer_ = (blocks - 1) * groups_per_block_ + (last_block_rows + rows_ - 1) / rows_;
+  }
+
+  int64_t count() const { return plan_.outer * groups_per_outer_ * tiles_; }
+
+  struct Task {
+    int64_t begin;  // the flat range from the tile's first element to its last
+    int64_t end;
+    ColumnWindow columns;  // and its columns of each row
+  };
+
+  /// Task `index` (< count()).
+  Task task(int64_t index) const {
+    const Plan& p = plan_;
+    const int64_t tile = index % tiles_;
+    const int64_t group = index / tiles_ % groups_per_outer_;
+    const int64_t outer = index / tiles_ / groups_per_outer_;
+    const int64_t block = group / groups_per_block_;
+    const int64_t first_in_block = group % groups_per_block_ * rows_;
+    const int64_t rows = std::min(rows_, std::min(p.block, p.axis_len - block * p.block) - first_in_block);
+    const int64_t row = outer * p.axis_len + block * p.block + first_in_block;
+    const ColumnWindow columns{tile * columns_, std::min(p.inner, (tile + 1) * columns_)};
+    return {row * p.inner + columns.begin, (row + rows - 1) * p.inner + columns.end, columns};
+  }
+
+ private:
+  const Plan& plan_;
+  int64_t rows_;
+  int64_t columns_;
+  int64_t tiles_;
+  int64_t groups_per_block_;
+  int64_t groups_per_outer_;
 };
 
 /// What every kernel call has, validated: the inputs, their types and the iteration plan.
@@ -239,6 +320,9 @@ struct KernelCall {
   const void* zero_point = nullptr;
   std::span<const int64_t> y_shape;  // x's shape (the caller's storage; valid during the call)
   uint64_t y_bytes = 0;
+  // Set per task for row-tile tasks (RowTileTasks): a kernel then takes only these columns of each
+  // row of its [begin, end).
+  ColumnWindow columns;
 };
 
 /// Everything a QuantizeLinear kernel needs, validated.

@@ -8,8 +8,36 @@
 #include "parallel.hpp"
 #include "plan.hpp"
 #include "qdq/qdq.hpp"
+#include "types/integer_types.hpp"
 
 namespace qdq {
+
+namespace {
+
+/// Runs `kernel` over the call's tasks: row-tile tasks (RowTileTasks) where `row_tiles` and they
+/// apply, flat ranges of kTaskGrain elsewhere. `work` is parallel_ranges' bytes moved.
+template <class Call, class Kernel>
+void run_tasks(const Call& call, Kernel kernel, void* y, const ExecutionOptions& options, uint64_t work,
+               bool row_tiles) {
+  const auto* const id = reinterpret_cast<const void*>(kernel);
+  if (row_tiles && detail::RowTileTasks::applies(call.plan)) {
+    const detail::RowTileTasks tiles(call.plan, detail::kTaskGrain);
+    detail::parallel_tasks(
+        tiles.count(), call.plan.elements, options,
+        [&](int64_t index) {
+          const detail::RowTileTasks::Task task = tiles.task(index);
+          Call tile_call = call;
+          tile_call.columns = task.columns;
+          kernel(tile_call, y, task.begin, task.end);
+        },
+        work, id);
+    return;
+  }
+  detail::parallel_ranges(
+      call.plan.elements, options, [&](int64_t begin, int64_t end) { kernel(call, y, begin, end); }, work, id);
+}
+
+}  // namespace
 
 int quantize_linear_version(int64_t opset) {
   if (opset < 10)
@@ -32,9 +60,10 @@ void quantize_linear(const QuantizeLinearAttributes& attributes, const TensorVie
   detail::check_output(detail::OpName{"QuantizeLinear", call.version}, y, call.y_type, call.y_shape, call.y_bytes);
   const detail::QuantizeKernel kernel = detail::select_quantize_kernel(
       call, detail::resolve_force_scalar(options), std::max(call.y_bytes, options.whole_output_bytes));
-  detail::parallel_ranges(
-      call.plan.elements, options, [&](int64_t begin, int64_t end) { kernel(call, y.data, begin, end); },
-      2 * detail::bytes_moved(call.x_type, call.y_type, call.plan.elements), reinterpret_cast<const void*>(kernel));
+  // Blocks along an outer axis go tile by tile where the kernels share a tile's reciprocals between
+  // its rows: integer outputs (float8 divides; its check on the code lost in that order).
+  run_tasks(call, kernel, y.data, options, 2 * detail::bytes_moved(call.x_type, call.y_type, call.plan.elements),
+            detail::is_quantized_integer(call.y_type));
 }
 
 TensorSpec dequantize_linear_output(const DequantizeLinearAttributes& attributes, const TensorView& x,
@@ -49,9 +78,10 @@ void dequantize_linear(const DequantizeLinearAttributes& attributes, const Tenso
   detail::check_output(detail::OpName{"DequantizeLinear", call.version}, y, call.y_type, call.y_shape, call.y_bytes);
   const detail::DequantizeKernel kernel = detail::select_dequantize_kernel(
       call, detail::resolve_force_scalar(options), std::max(call.y_bytes, options.whole_output_bytes));
-  detail::parallel_ranges(
-      call.plan.elements, options, [&](int64_t begin, int64_t end) { kernel(call, y.data, begin, end); },
-      detail::bytes_moved(call.x_type, call.y_type, call.plan.elements), reinterpret_cast<const void*>(kernel));
+  // Blocks along an outer axis go tile by tile for 2/4-bit x, so that a tile's scales and unpacked
+  // zero points serve its rows from L1 (8-bit float8 x lost 14 % in the cache in that order).
+  run_tasks(call, kernel, y.data, options, detail::bytes_moved(call.x_type, call.y_type, call.plan.elements),
+            bit_width(call.x_type) < 8);
 }
 
 DynamicQuantizationParameters dynamic_quantize_linear(const TensorView& x, const MutableTensorView& y,

@@ -396,15 +396,23 @@ uint64_t bytes_moved(DataType x_type, DataType y_type, int64_t elements) {
 void parallel_ranges(int64_t elements, const ExecutionOptions& options, FunctionRef<void(int64_t, int64_t)> fn,
                      uint64_t work, const void* kernel) {
   if (elements <= 0) return;
-  const auto tasks = static_cast<size_t>((elements + kTaskGrain - 1) / kTaskGrain);
+  parallel_tasks((elements + kTaskGrain - 1) / kTaskGrain, elements, options,
+                 [&](int64_t task) {
+                   const int64_t begin = task * kTaskGrain;
+                   fn(begin, std::min(elements, begin + kTaskGrain));
+                 },
+                 work, kernel);
+}
+
+void parallel_tasks(int64_t task_count, int64_t elements, const ExecutionOptions& options,
+                    FunctionRef<void(int64_t)> fn, uint64_t work, const void* kernel) {
+  if (task_count <= 0) return;
+  const auto tasks = static_cast<size_t>(task_count);
   if (tasks == 1) {
-    fn(0, elements);
+    fn(0);
     return;
   }
-  const auto body = [&](size_t task) {
-    const int64_t begin = static_cast<int64_t>(task) * kTaskGrain;
-    fn(begin, std::min(elements, begin + kTaskGrain));
-  };
+  const auto body = [&](size_t task) { fn(static_cast<int64_t>(task)); };
   if (options.parallel_for) {
     options.parallel_for(tasks, std::function<void(size_t)>(body));  // the caller's interface takes a std::function
     return;

@@ -75,4 +75,9 @@ constexpr size_t kMaxTimedTasks = 8;
 void parallel_ranges(int64_t elements, const ExecutionOptions& options, FunctionRef<void(int64_t, int64_t)> fn,
                      uint64_t work = 0, const void* kernel = nullptr);
 
+/// parallel_ranges for tasks that are not flat ranges: fn(task) for each task in [0, tasks), which
+/// together hold `elements` elements, each about kTaskGrain (the threads are chosen as there).
+void parallel_tasks(int64_t tasks, int64_t elements, const ExecutionOptions& options, FunctionRef<void(int64_t)> fn,
+                    uint64_t work = 0, const void* kernel = nullptr);
+
 }  // namespace qdq::detail

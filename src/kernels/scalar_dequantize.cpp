@@ -68,15 +68,24 @@ void dequantize_scalar(const DequantizeCall& call, void* y, int64_t begin, int64
   const DifferencesFn compute = differences_fn(call.x_type);
   const StoreFn store = store_fn(call.y_type);
   float d[kChunk];
-  for_each_piece(call.plan, begin, end, kChunk, [&](int64_t first, int64_t count, int64_t param_index, int step) {
-    compute(call, first, count, param_index, step, d);
-    float scale = static_cast<float>(load_real(call.scale, call.scale_type, param_index));
-    for (int64_t i = 0; i < count; ++i) {
-      if (step != 0) scale = static_cast<float>(load_real(call.scale, call.scale_type, param_index + i));
-      d[i] = d[i] * scale;
-    }
-    store(y, first, count, d);
-  });
+  const auto run = [&](int64_t first, int64_t last) {
+    for_each_piece(call.plan, first, last, kChunk, [&](int64_t at, int64_t count, int64_t param_index, int step) {
+      compute(call, at, count, param_index, step, d);
+      float scale = static_cast<float>(load_real(call.scale, call.scale_type, param_index));
+      for (int64_t i = 0; i < count; ++i) {
+        if (step != 0) scale = static_cast<float>(load_real(call.scale, call.scale_type, param_index + i));
+        d[i] = d[i] * scale;
+      }
+      store(y, at, count, d);
+    });
+  };
+  if (!call.columns.set()) {
+    run(begin, end);
+    return;
+  }
+  // A row-tile task: its columns of each row, a row at a time.
+  ChunkOrder rows(call.plan, begin, end, call.plan.inner, true, call.columns);
+  for (int64_t first, last; rows.next(first, last);) run(first, last);
 }
 
 }  // namespace qdq::detail

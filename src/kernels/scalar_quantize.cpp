@@ -127,10 +127,19 @@ void quantize_scalar(const QuantizeCall& call, void* y, int64_t begin, int64_t e
   const QuotientFn compute = quotient_fn(call.x_type, call.division_type);
   const StoreFn store = store_fn(call.y_type);
   double q[kChunk];
-  for_each_piece(call.plan, begin, end, kChunk, [&](int64_t first, int64_t count, int64_t param_index, int step) {
-    compute(call, first, count, param_index, step, q);
-    store(call, y, first, count, param_index, step, q);
-  });
+  const auto run = [&](int64_t first, int64_t last) {
+    for_each_piece(call.plan, first, last, kChunk, [&](int64_t at, int64_t count, int64_t param_index, int step) {
+      compute(call, at, count, param_index, step, q);
+      store(call, y, at, count, param_index, step, q);
+    });
+  };
+  if (!call.columns.set()) {
+    run(begin, end);
+    return;
+  }
+  // A row-tile task: its columns of each row, a row at a time.
+  ChunkOrder rows(call.plan, begin, end, call.plan.inner, true, call.columns);
+  for (int64_t first, last; rows.next(first, last);) run(first, last);
 }
 
 FloatRange range_scalar(const float* x, int64_t begin, int64_t end, int64_t /*elements*/) {

@@ -877,7 +877,10 @@ TEST(Threads, ResultsIndependentOfExecution) {
                      DataType::kInt16}) {
     const Layout big_axis{"big_per_axis", {3, 33335}, {33335}, 1, std::nullopt};  // odd element count
     const Layout big_blocked{"big_blocked", {70001, 2}, {4376, 2}, 0, 16};        // 70001/16 → 4376 blocks
-    for (const Layout& l : {big_axis, big_blocked}) {
+    // Rows past a tile: row-tile tasks (a ragged last block of rows and column run; an outer axis).
+    const Layout row_tiles{"row_tiles", {19, 8200}, {1, 8200}, 0, 32};
+    const Layout row_tiles_middle{"row_tiles_middle", {2, 40, 1500}, {2, 2, 1500}, 1, 32};
+    for (const Layout& l : {big_axis, big_blocked, row_tiles, row_tiles_middle}) {
       for (const auto* opts : {&one, &two, &four_scalar, &custom}) {
         SCOPED_TRACE(l.name + " " + tname(y));
         check_quantize(QuantizeSpec{DataType::kFloat, DataType::kFloat, y, true, 0, true, y}, l, seed, *opts);

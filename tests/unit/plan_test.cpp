@@ -93,6 +93,74 @@ TEST(PlanTest, SegmentsMatchTheDefinitionForEveryGranularityAndSplit) {
   }
 }
 
+/// RowTileTasks: over blocked plans along an outer axis with rows past a tile (ragged last blocks,
+/// blocks of more rows than a task takes, several outer indices, a ragged last column run), every
+/// element is in exactly one task; a task's rows lie in one block, at most RowTileTasks::kRows of
+/// them or as many whole rows as the grain holds; its columns are one run of a multiple of
+/// RowTileTasks::kColumns (but the last), starting on a multiple of 4; it holds at most the grain
+/// or one column run of its rows; and ChunkOrder over it gives exactly its elements, in pieces of
+/// at most a tile that start on whole bytes.
+TEST(PlanTest, RowTileTasksCoverEveryElementOnce) {
+  int64_t checked = 0;
+  for (const std::vector<int64_t>& shape :
+       std::vector<std::vector<int64_t>>{{70, 1028}, {2, 37, 1032}, {5, 3000}, {3, 2, 4100}, {65, 2048}}) {
+    const auto rank = static_cast<int64_t>(shape.size());
+    const int64_t inner = shape.back();
+    const int64_t axis_len = shape[static_cast<size_t>(rank - 2)];
+    std::vector<float> x(static_cast<size_t>(element_count(shape)));
+    const TensorView xv{DataType::kFloat, shape, x.data(), x.size() * 4};
+    for (const int64_t block : {2, 3, 16, 32, 33, 64}) {
+      std::vector<int64_t> scale_shape = shape;
+      scale_shape[static_cast<size_t>(rank - 2)] = (axis_len + block - 1) / block;
+      std::vector<float> scales(static_cast<size_t>(element_count(scale_shape)));
+      const TensorView sv{DataType::kFloat, scale_shape, scales.data(), scales.size() * 4};
+      QuantizeLinearAttributes attributes;
+      attributes.axis = rank - 2;
+      attributes.block_size = block;
+      const Plan plan = plan_quantize(attributes, xv, sv, nullptr).plan;
+      ASSERT_TRUE(RowTileTasks::applies(plan));
+      for (const int64_t grain : {int64_t{32768}, int64_t{4096}, int64_t{1} << 20}) {
+        const std::string what =
+            shape_to_string(shape) + " block " + std::to_string(block) + " grain " + std::to_string(grain);
+        const RowTileTasks tasks(plan, grain);
+        std::vector<int> seen(static_cast<size_t>(plan.elements));
+        for (int64_t t = 0; t < tasks.count(); ++t) {
+          const RowTileTasks::Task task = tasks.task(t);
+          const int64_t row = task.begin / inner;
+          const int64_t last_row = (task.end - 1) / inner;
+          const int64_t rows = last_row - row + 1;
+          ASSERT_LE(rows, std::max(RowTileTasks::kRows, grain / inner)) << what << " task " << t;
+          ASSERT_EQ(row / axis_len, last_row / axis_len) << what << " task " << t;
+          ASSERT_EQ(row % axis_len / block, last_row % axis_len / block) << what << " task " << t;
+          ASSERT_EQ(task.begin % inner, task.columns.begin) << what << " task " << t;
+          ASSERT_EQ((task.end - 1) % inner + 1, task.columns.end) << what << " task " << t;
+          ASSERT_EQ(task.columns.begin % RowTileTasks::kColumns, 0) << what << " task " << t;
+          const int64_t run = task.columns.end - task.columns.begin;
+          ASSERT_TRUE(run % RowTileTasks::kColumns == 0 || task.columns.end == inner) << what << " task " << t;
+          ASSERT_LE(rows * run, std::max(grain, rows * RowTileTasks::kColumns)) << what << " task " << t;
+          int64_t covered = 0;
+          ChunkOrder order(plan, task.begin, task.end, RowTileTasks::kColumns, false, task.columns);
+          for (int64_t first, last; order.next(first, last);) {
+            ASSERT_LT(first, last) << what;
+            ASSERT_LE(last - first, RowTileTasks::kColumns) << what;
+            ASSERT_EQ(first % 4, 0) << what;
+            ASSERT_EQ(first / inner, (last - 1) / inner) << what << " piece at " << first;
+            ASSERT_GE(first % inner, task.columns.begin) << what << " piece at " << first;
+            ASSERT_LE((last - 1) % inner, task.columns.end - 1) << what << " piece at " << first;
+            for (int64_t e = first; e < last; ++e) ++seen[static_cast<size_t>(e)];
+            covered += last - first;
+          }
+          ASSERT_EQ(covered, rows * run) << what << " task " << t;
+        }
+        for (int64_t e = 0; e < plan.elements; ++e)
+          ASSERT_EQ(seen[static_cast<size_t>(e)], 1) << what << " element " << e;
+        ++checked;
+      }
+    }
+  }
+  EXPECT_EQ(checked, 5 * 6 * 3);
+}
+
 /// ChunkOrder with row tiles: over ranges of blocked plans along an outer axis (blocks of rows,
 /// ragged last blocks, several outer indices), every element comes exactly once, in pieces of at most
 /// the width that lie in one row and start on a multiple of 4; within a block, a tile's pieces come

@@ -16,6 +16,7 @@
 #include <random>
 #include <sstream>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "kernels/kernels.hpp"
@@ -154,6 +155,15 @@ std::vector<int64_t> task_bounds(int64_t elements, std::mt19937& rng, int64_t lo
   return bounds;
 }
 
+/// The operator's row-tile tasks for `plan` (RowTileTasks with qdq's grain), or none where they do not apply.
+std::vector<RowTileTasks::Task> row_tile_tasks(const Plan& plan, int64_t grain = 32768) {
+  std::vector<RowTileTasks::Task> tasks;
+  if (!RowTileTasks::applies(plan)) return tasks;
+  const RowTileTasks tiles(plan, grain);
+  for (int64_t t = 0; t < tiles.count(); ++t) tasks.push_back(tiles.task(t));
+  return tasks;
+}
+
 std::string describe(T x, T scale, T y, const Shape& shape, int64_t axis, int64_t block, bool sat, bool zp) {
   return "x=" + data_type_name(x) + " scale=" + data_type_name(scale) + " y=" + data_type_name(y) +
          " shape=" + shape_to_string(shape) + " axis=" + std::to_string(axis) + " block=" + std::to_string(block) +
@@ -226,9 +236,12 @@ class SimdKernelsTest : public testing::TestWithParam<std::string> {
     EXPECT_GE(compared_, at_least) << target_.name;
   }
 
+  /// The target's kernel over tasks [bounds[t], bounds[t + 1]), or over row-tile tasks (`tiles`: then
+  /// bounds is unused) against the scalar kernel in one flat task; with tiles, the scalar kernel over
+  /// them too.
   template <class Call>
   void expect_target_matches_scalar(const Call& call, int64_t n, const std::vector<int64_t>& bounds,
-                                    const std::string& what);
+                                    const std::string& what, const std::vector<RowTileTasks::Task>* tiles = nullptr);
   void expect_per_tensor_matches_scalar(const std::vector<float>& xs, float scale, T y_type, bool with_zp,
                                         std::mt19937& rng, const std::string& what);
   void check_quantize(T x_type, T scale_type, T y_type, const Shape& shape, int64_t axis, int64_t block, bool saturate,
@@ -257,9 +270,52 @@ INSTANTIATE_TEST_SUITE_P(, SimdKernelsTest, testing::ValuesIn(compared_target_na
 /// one each call), so that the partial lines at both ends of every streamed chunk are exercised.
 template <class Call>
 void SimdKernelsTest::expect_target_matches_scalar(const Call& call, int64_t n, const std::vector<int64_t>& bounds,
-                                                   const std::string& what) {
+                                                   const std::string& what,
+                                                   const std::vector<RowTileTasks::Task>* tiles) {
   std::vector<uint8_t> expected(call.y_bytes, 0xA5);
   run_scalar(call, expected.data(), 0, n);
+  // Runs `kernel` over the tasks into y.
+  const auto run = [&](auto kernel, uint8_t* y) {
+    if (tiles != nullptr) {
+      for (const RowTileTasks::Task& task : *tiles) {
+        Call tile_call = call;
+        tile_call.columns = task.columns;
+        kernel(tile_call, y, task.begin, task.end);
+      }
+      return;
+    }
+    for (size_t t = 0; t + 1 < bounds.size(); ++t) kernel(call, y, bounds[t], bounds[t + 1]);
+  };
+  // Each row-tile task writes no byte that holds none of its elements (a task that wrote its
+  // neighbours' elements as well would still give the right bytes, racing with them).
+  const auto expect_tasks_write_only_their_elements = [&](auto kernel, const std::string& who) {
+    const int bits = bit_width(call.y_type);
+    const int64_t inner = call.plan.inner;
+    for (const RowTileTasks::Task& task : *tiles) {
+      std::vector<uint8_t> y(call.y_bytes, 0xA5);
+      Call tile_call = call;
+      tile_call.columns = task.columns;
+      kernel(tile_call, y.data(), task.begin, task.end);
+      for (size_t b = 0; b < y.size(); ++b) {
+        if (y[b] == 0xA5) continue;
+        const int64_t first = bits < 8 ? static_cast<int64_t>(b) * 8 / bits : static_cast<int64_t>(b) / (bits / 8);
+        const int64_t last = bits < 8 ? first + 8 / bits : first + 1;
+        bool owned = false;
+        for (int64_t e = first; e < last && !owned; ++e) {
+          owned = e >= task.begin && e < task.end && e % inner >= task.columns.begin && e % inner < task.columns.end;
+        }
+        ASSERT_TRUE(owned) << who << " " << what << ": the task [" << task.begin << ", " << task.end << ") columns ["
+                           << task.columns.begin << ", " << task.columns.end << ") wrote byte " << b;
+      }
+    }
+  };
+  if (tiles != nullptr) {
+    std::vector<uint8_t> scalar(call.y_bytes, 0xA5);
+    const auto scalar_kernel = [](const Call& c, void* y, int64_t begin, int64_t end) { run_scalar(c, y, begin, end); };
+    run(scalar_kernel, scalar.data());
+    ASSERT_EQ(first_difference(scalar, expected), -1) << "the scalar kernel over row-tile tasks: " << what;
+    expect_tasks_write_only_their_elements(scalar_kernel, "the scalar kernel");
+  }
   for (const StoreMode stores : {StoreMode::kNormal, StoreMode::kStream}) {
     const bool stream = stores == StoreMode::kStream;
     const auto kernel = kernel_for(target_.bit, call, stores);
@@ -270,7 +326,8 @@ void SimdKernelsTest::expect_target_matches_scalar(const Call& call, int64_t n, 
     std::vector<uint8_t> buffer(call.y_bytes + 128, 0xA5);
     uint8_t* const line = buffer.data() + (64 - reinterpret_cast<uintptr_t>(buffer.data()) % 64) % 64;
     uint8_t* const y = line + shift;
-    for (size_t t = 0; t + 1 < bounds.size(); ++t) kernel(call, y, bounds[t], bounds[t + 1]);
+    run(kernel, y);
+    if (tiles != nullptr) expect_tasks_write_only_their_elements(kernel, target_.name);
     ++compared_;
     const std::vector<uint8_t> got(y, y + call.y_bytes);
     const int64_t at = first_difference(got, expected);
@@ -355,6 +412,15 @@ void SimdKernelsTest::check_quantize(T x_type, T scale_type, T y_type, const Sha
     expect_target_matches_scalar(call, n, bounds,
                                  describe(x_type, scale_type, y_type, shape, axis, block, saturate, with_zp) +
                                      (one_task ? " one task" : "") + " route " + simd::quotient_route_name(route));
+    // And in row-tile tasks, where they apply: a grain of 8192 cuts rows of 2052 into runs of 1024
+    // columns (qdq's, 32768, takes 4096).
+    const std::vector<RowTileTasks::Task> tiles = row_tile_tasks(call.plan, 8192);
+    if (!tiles.empty()) {
+      expect_target_matches_scalar(call, n, bounds,
+                                   describe(x_type, scale_type, y_type, shape, axis, block, saturate, with_zp) +
+                                       " row-tile tasks route " + simd::quotient_route_name(route),
+                                   &tiles);
+    }
   }
 }
 
@@ -409,6 +475,14 @@ void SimdKernelsTest::check_dequantize(T x_type, T scale_type, T y_type, const S
   expect_target_matches_scalar(
       call, n, one_task ? std::vector<int64_t>{0, n} : task_bounds(n, rng),
       describe(x_type, scale_type, y_type, shape, axis, block, false, with_zp) + (one_task ? " one task" : ""));
+  // And in row-tile tasks, where they apply: a grain of 8192 cuts rows of 2052 into runs of 1024
+  // columns (qdq's, 32768, takes 4096).
+  const std::vector<RowTileTasks::Task> tiles = row_tile_tasks(call.plan, 8192);
+  if (!tiles.empty()) {
+    expect_target_matches_scalar(
+        call, n, {0, n}, describe(x_type, scale_type, y_type, shape, axis, block, false, with_zp) + " row-tile tasks",
+        &tiles);
+  }
 }
 
 constexpr qdq::detail::TypeList kQuantizedTypes = qdq::detail::kQuantizedTypes;
@@ -483,6 +557,14 @@ TEST_P(SimdKernelsTest, LargePerAxisAndBlocked) {
     }
   }
   check_quantize(T::kFloat16, T::kFloat16, T::kInt8, {70, 2101}, 0, 32, false, true, rng, true);  // divides in float16
+  // Rows a multiple of 4 long and past a tile: row-tile tasks as well, here 1024 columns of up to 8
+  // rows of a block (a ragged last block of rows and column run; blocks along a middle axis, longer
+  // than it).
+  for (T y : kQuantizedTypes) {
+    check_quantize(T::kFloat, T::kFloat, y, {37, 2052}, 0, 32, true, !is_float8(y), rng);
+    check_quantize(T::kBFloat16, T::kFloat, y, {2, 9, 1500}, 1, 40, false, !is_float8(y), rng);
+  }
+  check_quantize(T::kFloat16, T::kFloat16, T::kUint4, {37, 2052}, 0, 32, true, true, rng);
   for (T x : {T::kUint8, T::kInt8, T::kInt4, T::kUint4, T::kFloat8E4M3FN, T::kInt2}) {
     for (T y : {T::kFloat, T::kFloat16}) {
       check_dequantize(x, T::kFloat, y, {40, 256}, 1, 64, !is_float8(x), rng);
@@ -497,6 +579,12 @@ TEST_P(SimdKernelsTest, LargePerAxisAndBlocked) {
       check_dequantize(x, T::kFloat, y, {5, 701}, 1, 0, !is_float8(x), rng, true);
     }
   }
+  // Rows a multiple of 4 long and past a tile: the operator's row-tile tasks as well.
+  for (T x : kQuantizedTypes) {
+    check_dequantize(x, T::kFloat, T::kFloat, {37, 2052}, 0, 32, !is_float8(x), rng);
+    check_dequantize(x, T::kFloat, T::kBFloat16, {2, 9, 1500}, 1, 40, !is_float8(x), rng);
+  }
+  check_dequantize(T::kInt4, T::kFloat16, T::kFloat16, {37, 2052}, 0, 32, true, rng);
   for (T x : {T::kFloat4E2M1, T::kInt16, T::kUint16, T::kUint2, T::kFloat8E5M2}) {
     check_dequantize(x, T::kFloat, T::kFloat, {70, 2101}, 0, 32, !is_float8(x), rng, true);
     check_dequantize(x, T::kFloat, T::kBFloat16, {40, 300}, 0, 7, !is_float8(x), rng, true);
@@ -1247,8 +1335,10 @@ TEST_P(SimdKernelsTest, ReciprocalRoutesMatchScalarNearHalfIntegersInBlocks) {
 /// in one task), 1024, and 1500, 2052 and 3000 (past a chunk: taken column tile by column tile
 /// across the rows of a task's block where the task holds two rows or more, divided where it holds
 /// fewer); with and without one scale beyond 2^62 in a row, which sends the segments of that row to
-/// the division; zero points for the integer outputs; both routes forced; one task, short tasks, and
-/// tasks of one to five rows that start and end inside rows.
+/// the division; zero points for the integer outputs; both routes forced; one task, short tasks,
+/// tasks of one to five rows that start and end inside rows, and where rows pass a tile, the
+/// operator's row-tile tasks (RowTileTasks: up to 8 rows of a block by 4096 columns, or by 1024 with
+/// a grain of 8192; the scalar kernel over them too).
 TEST_P(SimdKernelsTest, ReciprocalRoutesMatchScalarInBlocksAlongTheFirstAxis) {
   std::mt19937 rng(29);
   const std::vector<float> pool{0.0173f, 2.0f / 127.0f, 1.0f / 3.0f, -0.37f, 3e-5f, 7.1f, 0x1.0f0f1p+0f, 0x1.3p-62f};
@@ -1292,19 +1382,34 @@ TEST_P(SimdKernelsTest, ReciprocalRoutesMatchScalarInBlocksAlongTheFirstAxis) {
           const TensorView sv = s.view();
           const TensorView zv = zp.view();
           const QuantizeCall call = plan_quantize(attributes, xv, sv, with_zp ? &zv : nullptr);
-          // One task (whose rows share kept reciprocals), many short ones, and ones of a few rows.
+          // One task (whose rows share kept reciprocals), many short ones, ones of a few rows, and
+          // the operator's row-tile tasks where they apply (two grains: tiles of 1024 columns and more).
           const int64_t n = rows * cols;
-          for (const std::vector<int64_t>& bounds :
-               {std::vector<int64_t>{0, n}, task_bounds(n, rng), task_bounds(n, rng, 5 * cols)}) {
+          std::vector<std::vector<RowTileTasks::Task>> tilings;
+          if (RowTileTasks::applies(call.plan)) {
+            for (const int64_t grain : {int64_t{32768}, int64_t{8192}}) {
+              const RowTileTasks tasks(call.plan, grain);
+              tilings.emplace_back();
+              for (int64_t t = 0; t < tasks.count(); ++t) tilings.back().push_back(tasks.task(t));
+            }
+          }
+          const std::vector<std::vector<int64_t>> flat = {std::vector<int64_t>{0, n}, task_bounds(n, rng),
+                                                          task_bounds(n, rng, 5 * cols)};
+          for (size_t way = 0; way < flat.size() + tilings.size(); ++way) {
+            const bool tiled = way >= flat.size();
+            const std::vector<int64_t>& bounds = tiled ? flat[0] : flat[way];
+            const std::vector<RowTileTasks::Task>* tiles = tiled ? &tilings[way - flat.size()] : nullptr;
             for (const simd::QuotientRoute route : {simd::QuotientRoute::kDivide, simd::QuotientRoute::kReciprocal}) {
               const simd::ScopedQuotientRoute forced(route);
               expect_target_matches_scalar(call, n, bounds, describe_stream([&](std::ostream& o) {
                                              o << "y=" << data_type_name(y) << " [" << rows << ", " << cols
                                                << "] blocks of " << block << " along axis 0"
                                                << (out_of_range ? ", a scale of 2^63" : "") << " route "
-                                               << simd::quotient_route_name(route) << ", " << bounds.size() - 1
-                                               << " tasks";
-                                           }));
+                                               << simd::quotient_route_name(route) << ", "
+                                               << (tiled ? tiles->size() : bounds.size() - 1)
+                                               << (tiled ? " row-tile tasks" : " tasks");
+                                           }),
+                                           tiles);
               ++calls;
             }
           }

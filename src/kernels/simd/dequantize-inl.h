@@ -565,8 +565,20 @@ HWY_NOINLINE void DequantizeGeneral(const DequantizeCall& c, void* y, int64_t be
   const bool expand = c.plan.granularity == Granularity::kBlocked ||
                       (c.plan.granularity == Granularity::kPerAxis && c.plan.inner < 256);
   HWY_ALIGN ExpandedParams storage;  // 12 KiB of stack
-  for (int64_t chunk = begin; chunk < end; chunk += kChunk) {
-    const int64_t chunk_end = std::min(end, chunk + kChunk);
+  // A row-tile task (c.columns, from RowTileTasks: blocks along an outer axis) goes tile by tile
+  // across its rows, so that a tile's scales (and unpacked zero points) are read from L1 for each.
+  const bool tiles = c.columns.set();
+  const bool next_row_into_l2 =
+      tiles && PrefetchesIntoL2(static_cast<uint64_t>(c.plan.elements) * static_cast<uint64_t>(kBits) / 8);
+  ChunkOrder order(c.plan, begin, end, kChunk, tiles, c.columns);
+  for (int64_t chunk, chunk_end; order.next(chunk, chunk_end);) {
+    if (tiles) cursor.seek(chunk);
+    if (next_row_into_l2) {
+      // Each piece's x lies in another page, where the hardware prefetchers start again: the next
+      // row's piece of the tile is asked for into L2 now.
+      PrefetchIntoL2(reinterpret_cast<uintptr_t>(c.x) + static_cast<uintptr_t>((chunk + c.plan.inner) * kBits / 8),
+                     static_cast<uintptr_t>((chunk_end - chunk) * kBits / 8));
+    }
     const PieceOutput piece(stage, stream, OutputAt<Y>(y, chunk));
     const auto finish = [&] { piece.Finish(static_cast<size_t>((chunk_end - chunk) * kOutputBytesPer<Y>)); };
     void* const out = piece.Out();  // output element e at out[e - out_base]
@@ -762,6 +774,10 @@ HWY_NOINLINE void DequantizeVectorBlocks(const DequantizeCall& c, void* y, int64
 /// the two modes are one copy of the code).
 template <T X, T Y>
 HWY_NOINLINE void DequantizeTask(const DequantizeCall& c, void* y, int64_t begin, int64_t end, bool stream) {
+  if (c.columns.set()) {  // a row-tile task: blocks along an outer axis, which only the general path reads
+    DequantizeGeneral<X, Y>(c, y, begin, end, stream);
+    return;
+  }
   const int64_t lanes = static_cast<int64_t>(hn::Lanes(DF()));
 #if HWY_TARGET == HWY_AVX2
   if constexpr (X == T::kFloat4E2M1) {

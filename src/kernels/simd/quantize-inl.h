@@ -645,15 +645,17 @@ HWY_NOINLINE void QuantizeGeneral(const QuantizeCall& c, void* y, int64_t begin,
   // and, for 2/4-bit y, their zero points unpacked (as InPlaceParams would unpack them per segment)
   HWY_ALIGN uint8_t cached_codes[kCachedReciprocals && kPacked ? kChunk : 1];
   // (Integer outputs only: float8's check on the code measured 0.95x the division in that order.)
+  // A row-tile task (c.columns, from RowTileTasks) goes tile by tile whichever its route.
   const bool row_tiles = kCachedReciprocals && rounding_check_applies(Y) && reciprocal && c.scale_type == T::kFloat &&
-                         row_tiles_apply(c.plan, begin, end, kChunk);
+                         (c.columns.set() || row_tiles_apply(c.plan, begin, end, kChunk));
+  const bool tile_order = row_tiles || c.columns.set();
   [[maybe_unused]] const bool block_reciprocals = kCachedReciprocals && reciprocal &&
                                                   c.plan.granularity == Granularity::kBlocked && c.plan.inner > 1 &&
                                                   (c.plan.inner <= kChunk || row_tiles) && c.scale_type == T::kFloat;
   SegmentCursor cursor(c.plan, begin);
-  ChunkOrder order(c.plan, begin, end, kChunk, row_tiles);
+  ChunkOrder order(c.plan, begin, end, kChunk, tile_order, c.columns);
   for (int64_t chunk, chunk_end; order.next(chunk, chunk_end);) {
-    if (row_tiles) cursor.seek(chunk);
+    if (tile_order) cursor.seek(chunk);
     const PieceOutput piece(stage, stream, OutputAt<Y>(y, chunk));
     // Where the output of element `at` goes: the code buffer for 2/4-bit y (packed at the chunk's end).
     const auto out_at = [&](int64_t at) -> uint8_t* {
@@ -895,6 +897,10 @@ HWY_NOINLINE void QuantizeVectorBlocks(const QuantizeCall& c, void* y, int64_t b
 template <T X, T P, T Y>
 HWY_NOINLINE void QuantizeKernelBody(const QuantizeCall& c, void* y, int64_t begin, int64_t end, bool reciprocal,
                                      bool stream) {
+  if (c.columns.set()) {  // a row-tile task: blocks along an outer axis, which only the general path reads
+    QuantizeGeneral<X, P, Y>(c, y, begin, end, reciprocal, stream);
+    return;
+  }
   const int64_t lanes = static_cast<int64_t>(hn::Lanes(DF()));
   // Where the target's route multiplies by a reciprocal, the flat loop takes each block's own for
   // kBlockReciprocals outputs; for the others it divides, so their blocks of four vectors and more

@@ -49,15 +49,20 @@ HWY_INLINE bool PrefetchesIntoL2(uint64_t x_bytes) { return x_bytes >= (uint64_t
 /// Asks for the `bytes` (whole lines) of x from address `at` on, kPrefetchL1Bytes ahead into L1
 /// and, with `into_l2`, kPrefetchL2Bytes ahead into L2. Integer addresses: past the end of x they
 /// point at nothing, and a prefetch there does nothing.
+/// Asks for the lines of [at, at + bytes) into L2 (prefetcht1). An integer address, as above.
+HWY_INLINE void PrefetchIntoL2(uintptr_t at, uintptr_t bytes) {
+#if defined(__GNUC__) || defined(__clang__)
+  for (uintptr_t line = 0; line < bytes; line += 64) __builtin_prefetch(reinterpret_cast<const void*>(at + line), 0, 2);
+#else
+  (void)at;
+  (void)bytes;
+#endif
+}
+
 HWY_INLINE void PrefetchAhead(uintptr_t at, uintptr_t bytes, bool into_l2) {
   for (uintptr_t line = 0; line < bytes; line += 64)
     hwy::Prefetch(reinterpret_cast<const uint8_t*>(at + kPrefetchL1Bytes + line));
-#if defined(__GNUC__) || defined(__clang__)
-  if (into_l2) {
-    for (uintptr_t line = 0; line < bytes; line += 64)
-      __builtin_prefetch(reinterpret_cast<const void*>(at + kPrefetchL2Bytes + line), 0, 2);  // prefetcht1
-  }
-#endif
+  if (into_l2) PrefetchIntoL2(at + kPrefetchL2Bytes, bytes);
 }
 
 // ---------------------------------------------------------------------------------------------
