@@ -244,13 +244,14 @@ class ChunkOrder {
 };
 
 /// The tasks of a call with blocks along an outer axis ([K, N] blocked along K, ONNX MatMul's weight
-/// layout) and rows longer than a tile: each task is up to kRows rows of one block (more where
-/// rows are short enough for more to fill the grain) by a run of columns, which the kernels take tile by tile
-/// (ChunkOrder), so that a tile's parameters serve every row of the task: the quantize kernel's reciprocals, the
-/// dequantize kernel's scales and unpacked zero points, from L1. Flat tasks of a fixed number of elements hold an
-/// eighth of a 256 Ki-wide row, which no other row of the task shares. Tasks come block by block, row group by row
-/// group, column run by column run; each holds at most `grain` elements or one tile column's worth, and every element
-/// is in exactly one. Plain data: nothing allocated.
+/// layout) and rows longer than a tile: each task is up to kRows rows of one block (more where rows
+/// are short enough for more to fill the grain) by a run of columns, which the kernels take tile by
+/// tile (ChunkOrder), so that a tile's parameters serve every row of the task: the quantize kernel's
+/// reciprocals, the dequantize kernel's scales and unpacked zero points, from L1. Flat tasks of a
+/// fixed number of elements hold an eighth of a 256 Ki-wide row, which no other row of the task
+/// shares. Tasks come block by block, row group by row group, column run by column run; each holds
+/// at most `grain` elements or one tile column's worth, and every element is in exactly one. Plain
+/// data: nothing allocated.
 class RowTileTasks {
  public:
   // 8 rows by 4096 columns (qdq's grain): the loops' L2 requests 4 KiB ahead of float32 x then ask

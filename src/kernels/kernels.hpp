@@ -1,6 +1,8 @@
 // Kernel entry points. A kernel processes the flat elements [begin, end) of a validated call; `begin`
 // is a multiple of 4 (so packed outputs are written in whole bytes per task) and `end` is either a
-// multiple of 4 or the tensor's end. Kernels never throw and never allocate on the heap.
+// multiple of 4 or the tensor's end. Where the call's `columns` is set (a row-tile task,
+// RowTileTasks), only those columns of each row in [begin, end). Kernels never throw and never
+// allocate on the heap.
 #pragma once
 
 #include <cstdint>

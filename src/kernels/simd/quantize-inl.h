@@ -634,8 +634,9 @@ HWY_NOINLINE void QuantizeGeneral(const QuantizeCall& c, void* y, int64_t begin,
   // scales: computing them per segment would cost the division they replace. They live in the float
   // zero-point array, which expansion fills only for FLOAT4E2M1: that output divides. Rows of more
   // than a chunk's scales go column tile by column tile across the range's rows of each block
-  // (ChunkOrder's row tiles), so that a tile's reciprocals serve each of those rows in turn; where
-  // the range holds less than two rows, and for float8 outputs, they divide.
+  // (ChunkOrder's row tiles), so that a tile's reciprocals serve each of those rows in turn: the
+  // operator's row-tile tasks (c.columns) always, a flat range where it holds two rows or more.
+  // Flat ranges of less, and float8 outputs, divide.
   constexpr bool kCachedReciprocals =
       HWY_NATIVE_FMA && P == T::kFloat && kBlockReciprocals<P, Y> && !has_float_zero_point(Y);
   [[maybe_unused]] float* const cached = storage.float_zero_point;

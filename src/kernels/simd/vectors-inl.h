@@ -46,10 +46,8 @@ constexpr uintptr_t kPrefetchL2Bytes = 4096;
 /// in-cache call for nothing.
 HWY_INLINE bool PrefetchesIntoL2(uint64_t x_bytes) { return x_bytes >= (uint64_t{1} << 20); }
 
-/// Asks for the `bytes` (whole lines) of x from address `at` on, kPrefetchL1Bytes ahead into L1
-/// and, with `into_l2`, kPrefetchL2Bytes ahead into L2. Integer addresses: past the end of x they
-/// point at nothing, and a prefetch there does nothing.
-/// Asks for the lines of [at, at + bytes) into L2 (prefetcht1). An integer address, as above.
+/// Asks for the lines of [at, at + bytes) into L2 (prefetcht1). An integer address: past the end of
+/// x it points at nothing, and a prefetch there does nothing.
 HWY_INLINE void PrefetchIntoL2(uintptr_t at, uintptr_t bytes) {
 #if defined(__GNUC__) || defined(__clang__)
   for (uintptr_t line = 0; line < bytes; line += 64) __builtin_prefetch(reinterpret_cast<const void*>(at + line), 0, 2);
@@ -59,6 +57,8 @@ HWY_INLINE void PrefetchIntoL2(uintptr_t at, uintptr_t bytes) {
 #endif
 }
 
+/// Asks for the `bytes` (whole lines) of x from address `at` on, kPrefetchL1Bytes ahead into L1
+/// and, with `into_l2`, kPrefetchL2Bytes ahead into L2. Integer addresses, as above.
 HWY_INLINE void PrefetchAhead(uintptr_t at, uintptr_t bytes, bool into_l2) {
   for (uintptr_t line = 0; line < bytes; line += 64)
     hwy::Prefetch(reinterpret_cast<const uint8_t*>(at + kPrefetchL1Bytes + line));
