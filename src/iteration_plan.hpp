@@ -162,38 +162,22 @@ struct ColumnWindow {
   bool set() const { return end > 0; }
 };
 
-/// Whether elements [begin, end) of a blocked plan with rows longer than `width` (blocks along an
-/// outer axis: each row of `inner` parameters serves `block` rows of x) can go column tile by column
-/// tile (ChunkOrder with row tiles): rows of a multiple of 4 elements, so every piece starts on a whole
-/// byte of 2/4-bit data, and at least two rows in the range, so that a tile's parameters serve more
-/// than one piece.
-inline bool row_tiles_apply(const Plan& plan, int64_t begin, int64_t end, int64_t width) {
-  return plan.granularity == Granularity::kBlocked && plan.block > 1 && plan.inner > width && plan.inner % 4 == 0 &&
-         begin % 4 == 0 && end - begin >= 2 * plan.inner;
-}
-
 /// The pieces of elements [begin, end) in the order the kernels' chunk loops take them, each within
-/// `width` (a multiple of 4) elements. Plainly, consecutive chunks of `width`. With `row_tiles` (where
-/// row_tiles_apply), pieces within one row: for each block of rows, tile by tile (columns
-/// [t·width, (t + 1)·width)), the tile's piece of each of the range's rows of that block in order,
-/// so that consecutive pieces share their parameters. Every element once, either way.
+/// `width` (a multiple of 4) elements. Plainly, consecutive chunks of `width`. With `columns` set (a
+/// row-tile task, RowTileTasks), only those columns of each row, in pieces within one row: for each
+/// block of rows, tile by tile (columns [columns.begin + t·width, …)), the tile's piece of each of
+/// the range's rows of that block in order, so that consecutive pieces share their parameters. Every
+/// element once, either way.
 class ChunkOrder {
  public:
-  /// With `columns` set (a row-tile task, RowTileTasks), only those columns of each row: row tiles then.
-  ChunkOrder(const Plan& plan, int64_t begin, int64_t end, int64_t width, bool row_tiles, ColumnWindow columns = {})
-      : plan_(plan),
-        end_(end),
-        width_(width),
-        row_tiles_(row_tiles || columns.set()),
-        column_begin_(columns.set() ? columns.begin : 0),
-        column_end_(columns.set() ? columns.end : plan.inner),
-        at_(begin) {
-    if (row_tiles_) start_rows(begin / plan.inner);
+  ChunkOrder(const Plan& plan, int64_t begin, int64_t end, int64_t width, ColumnWindow columns = {})
+      : plan_(plan), end_(end), width_(width), column_begin_(columns.begin), column_end_(columns.end), at_(begin) {
+    if (columns.set()) start_rows(begin / plan.inner);
   }
 
   /// The next piece, [first, last); false when none is left.
   bool next(int64_t& first, int64_t& last) {
-    if (!row_tiles_) {
+    if (column_end_ == 0) {  // plain chunks
       if (at_ >= end_) return false;
       first = at_;
       last = std::min(end_, at_ + width_);
@@ -233,15 +217,26 @@ class ChunkOrder {
   const Plan& plan_;
   int64_t end_;
   int64_t width_;
-  bool row_tiles_;
   int64_t column_begin_;
-  int64_t column_end_;
-  int64_t at_;  // plainly the next piece's start; with row tiles, the range's start
+  int64_t column_end_;  // 0: plain chunks
+  int64_t at_;          // plainly the next piece's start; with a window, the range's start
   int64_t row_ = 0;
   int64_t rows_end_ = 0;
   int64_t r_ = 0;
   int64_t column_ = 0;
 };
+
+/// fn(first, last) for each flat range of a kernel's task: [begin, end) itself, or, for a row-tile
+/// task (`columns` set), its columns of each row, row by row.
+template <class Fn>
+void for_each_task_range(const Plan& plan, int64_t begin, int64_t end, ColumnWindow columns, Fn&& fn) {
+  if (!columns.set()) {
+    fn(begin, end);
+    return;
+  }
+  ChunkOrder rows(plan, begin, end, plan.inner, columns);
+  for (int64_t first, last; rows.next(first, last);) fn(first, last);
+}
 
 /// The tasks of a call with blocks along an outer axis ([K, N] blocked along K, ONNX MatMul's weight
 /// layout) and rows longer than a tile: each task is up to kRows rows of one block (more where rows

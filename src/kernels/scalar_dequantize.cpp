@@ -79,13 +79,7 @@ void dequantize_scalar(const DequantizeCall& call, void* y, int64_t begin, int64
       store(y, at, count, d);
     });
   };
-  if (!call.columns.set()) {
-    run(begin, end);
-    return;
-  }
-  // A row-tile task: its columns of each row, a row at a time.
-  ChunkOrder rows(call.plan, begin, end, call.plan.inner, true, call.columns);
-  for (int64_t first, last; rows.next(first, last);) run(first, last);
+  for_each_task_range(call.plan, begin, end, call.columns, run);
 }
 
 }  // namespace qdq::detail

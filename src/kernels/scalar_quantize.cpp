@@ -133,13 +133,7 @@ void quantize_scalar(const QuantizeCall& call, void* y, int64_t begin, int64_t e
       store(call, y, at, count, param_index, step, q);
     });
   };
-  if (!call.columns.set()) {
-    run(begin, end);
-    return;
-  }
-  // A row-tile task: its columns of each row, a row at a time.
-  ChunkOrder rows(call.plan, begin, end, call.plan.inner, true, call.columns);
-  for (int64_t first, last; rows.next(first, last);) run(first, last);
+  for_each_task_range(call.plan, begin, end, call.columns, run);
 }
 
 FloatRange range_scalar(const float* x, int64_t begin, int64_t end, int64_t /*elements*/) {

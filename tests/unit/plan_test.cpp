@@ -139,7 +139,7 @@ TEST(PlanTest, RowTileTasksCoverEveryElementOnce) {
           ASSERT_TRUE(run % RowTileTasks::kColumns == 0 || task.columns.end == inner) << what << " task " << t;
           ASSERT_LE(rows * run, std::max(grain, rows * RowTileTasks::kColumns)) << what << " task " << t;
           int64_t covered = 0;
-          ChunkOrder order(plan, task.begin, task.end, RowTileTasks::kColumns, false, task.columns);
+          ChunkOrder order(plan, task.begin, task.end, RowTileTasks::kColumns, task.columns);
           for (int64_t first, last; order.next(first, last);) {
             ASSERT_LT(first, last) << what;
             ASSERT_LE(last - first, RowTileTasks::kColumns) << what;
@@ -161,8 +161,9 @@ TEST(PlanTest, RowTileTasksCoverEveryElementOnce) {
   EXPECT_EQ(checked, 5 * 6 * 3);
 }
 
-/// ChunkOrder with row tiles: over ranges of blocked plans along an outer axis (blocks of rows,
-/// ragged last blocks, several outer indices), every element comes exactly once, in pieces of at most
+/// ChunkOrder with row tiles (a window of whole rows): over ranges of blocked plans along an outer
+/// axis that cross blocks of rows (ragged last blocks, several outer indices), every element comes
+/// exactly once, in pieces of at most
 /// the width that lie in one row and start on a multiple of 4; within a block, a tile's pieces come
 /// row by row before the next tile's, each a segment whose parameters step by one; and without row
 /// tiles, the plain chunks.
@@ -187,12 +188,13 @@ TEST(PlanTest, RowTilesCoverEveryElementOnceTileByTile) {
             const std::string what = shape_to_string(shape) + " block " + std::to_string(block) + " width " +
                                      std::to_string(width) + " [" + std::to_string(begin) + ", " + std::to_string(end) +
                                      ")";
-            const bool tiles = row_tiles_apply(plan, begin, end, width);
-            ASSERT_EQ(tiles, inner > width && end - begin >= 2 * inner) << what;
+            // Row tiles over whole rows (the window of every column) where rows pass the width and the
+            // range holds two of them; plain chunks elsewhere.
+            const bool tiles = inner > width && end - begin >= 2 * inner;
             std::vector<int> seen(static_cast<size_t>(plan.elements));
             int64_t previous_first = -1;
             int64_t previous_row = -1;
-            ChunkOrder order(plan, begin, end, width, tiles);
+            ChunkOrder order(plan, begin, end, width, tiles ? ColumnWindow{0, inner} : ColumnWindow{});
             for (int64_t first, last; order.next(first, last);) {
               ASSERT_LT(first, last) << what;
               ASSERT_LE(last - first, width) << what;

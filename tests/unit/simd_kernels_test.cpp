@@ -1332,13 +1332,12 @@ TEST_P(SimdKernelsTest, ReciprocalRoutesMatchScalarNearHalfIntegersInBlocks) {
 /// Quotients at and 1-3 ulps beside half-integers (integer outputs) or rounding boundaries (float8:
 /// the midpoints of neighbouring values); rows of N = 256 (whole segments, kept), 300 (segments cut
 /// by the chunks: some expanded), 1000 (a segment that is the end of a kept row, read at its offset,
-/// in one task), 1024, and 1500, 2052 and 3000 (past a chunk: taken column tile by column tile
-/// across the rows of a task's block where the task holds two rows or more, divided where it holds
-/// fewer); with and without one scale beyond 2^62 in a row, which sends the segments of that row to
-/// the division; zero points for the integer outputs; both routes forced; one task, short tasks,
-/// tasks of one to five rows that start and end inside rows, and where rows pass a tile, the
-/// operator's row-tile tasks (RowTileTasks: up to 8 rows of a block by 4096 columns, or by 1024 with
-/// a grain of 8192; the scalar kernel over them too).
+/// in one task), 1024, and 1500, 2052 and 3000 (past a chunk: divided in flat tasks, taken column
+/// tile by column tile across a row-tile task's rows); with and without one scale beyond 2^62 in a
+/// row, which sends the segments of that row to the division; zero points for the integer outputs;
+/// both routes forced; one task, short tasks, tasks of one to five rows that start and end inside
+/// rows, and where rows pass a tile, the operator's row-tile tasks (RowTileTasks: up to 8 rows of a
+/// block by 4096 columns, or by 1024 with a grain of 8192; the scalar kernel over them too).
 TEST_P(SimdKernelsTest, ReciprocalRoutesMatchScalarInBlocksAlongTheFirstAxis) {
   std::mt19937 rng(29);
   const std::vector<float> pool{0.0173f, 2.0f / 127.0f, 1.0f / 3.0f, -0.37f, 3e-5f, 7.1f, 0x1.0f0f1p+0f, 0x1.3p-62f};

@@ -570,7 +570,7 @@ HWY_NOINLINE void DequantizeGeneral(const DequantizeCall& c, void* y, int64_t be
   const bool tiles = c.columns.set();
   const bool next_row_into_l2 =
       tiles && PrefetchesIntoL2(static_cast<uint64_t>(c.plan.elements) * static_cast<uint64_t>(kBits) / 8);
-  ChunkOrder order(c.plan, begin, end, kChunk, tiles, c.columns);
+  ChunkOrder order(c.plan, begin, end, kChunk, c.columns);
   for (int64_t chunk, chunk_end; order.next(chunk, chunk_end);) {
     if (tiles) cursor.seek(chunk);
     if (next_row_into_l2) {

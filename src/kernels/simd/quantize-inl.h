@@ -634,9 +634,8 @@ HWY_NOINLINE void QuantizeGeneral(const QuantizeCall& c, void* y, int64_t begin,
   // scales: computing them per segment would cost the division they replace. They live in the float
   // zero-point array, which expansion fills only for FLOAT4E2M1: that output divides. Rows of more
   // than a chunk's scales go column tile by column tile across the range's rows of each block
-  // (ChunkOrder's row tiles), so that a tile's reciprocals serve each of those rows in turn: the
-  // operator's row-tile tasks (c.columns) always, a flat range where it holds two rows or more.
-  // Flat ranges of less, and float8 outputs, divide.
+  // (row-tile tasks, c.columns: ChunkOrder takes them tile by tile), so that a tile's reciprocals
+  // serve each of those rows in turn. Flat ranges of such rows, and float8 outputs, divide.
   constexpr bool kCachedReciprocals =
       HWY_NATIVE_FMA && P == T::kFloat && kBlockReciprocals<P, Y> && !has_float_zero_point(Y);
   [[maybe_unused]] float* const cached = storage.float_zero_point;
@@ -646,17 +645,15 @@ HWY_NOINLINE void QuantizeGeneral(const QuantizeCall& c, void* y, int64_t begin,
   // and, for 2/4-bit y, their zero points unpacked (as InPlaceParams would unpack them per segment)
   HWY_ALIGN uint8_t cached_codes[kCachedReciprocals && kPacked ? kChunk : 1];
   // (Integer outputs only: float8's check on the code measured 0.95x the division in that order.)
-  // A row-tile task (c.columns, from RowTileTasks) goes tile by tile whichever its route.
-  const bool row_tiles = kCachedReciprocals && rounding_check_applies(Y) && reciprocal && c.scale_type == T::kFloat &&
-                         (c.columns.set() || row_tiles_apply(c.plan, begin, end, kChunk));
-  const bool tile_order = row_tiles || c.columns.set();
+  const bool row_tiles =
+      kCachedReciprocals && rounding_check_applies(Y) && reciprocal && c.scale_type == T::kFloat && c.columns.set();
   [[maybe_unused]] const bool block_reciprocals = kCachedReciprocals && reciprocal &&
                                                   c.plan.granularity == Granularity::kBlocked && c.plan.inner > 1 &&
                                                   (c.plan.inner <= kChunk || row_tiles) && c.scale_type == T::kFloat;
   SegmentCursor cursor(c.plan, begin);
-  ChunkOrder order(c.plan, begin, end, kChunk, tile_order, c.columns);
+  ChunkOrder order(c.plan, begin, end, kChunk, c.columns);
   for (int64_t chunk, chunk_end; order.next(chunk, chunk_end);) {
-    if (tile_order) cursor.seek(chunk);
+    if (c.columns.set()) cursor.seek(chunk);
     const PieceOutput piece(stage, stream, OutputAt<Y>(y, chunk));
     // Where the output of element `at` goes: the code buffer for 2/4-bit y (packed at the chunk's end).
     const auto out_at = [&](int64_t at) -> uint8_t* {
