@@ -37,6 +37,10 @@ void run_tasks(const Call& call, Kernel kernel, void* y, const ExecutionOptions&
       call.plan.elements, options, [&](int64_t begin, int64_t end) { kernel(call, y, begin, end); }, work, id);
 }
 
+/// The shortest rows (elements) of blocks along an outer axis for which float8 quantize runs
+/// row-tile tasks.
+constexpr int64_t kLongFloat8Rows = 32768;
+
 }  // namespace
 
 int quantize_linear_version(int64_t opset) {
@@ -61,9 +65,13 @@ void quantize_linear(const QuantizeLinearAttributes& attributes, const TensorVie
   const detail::QuantizeKernel kernel = detail::select_quantize_kernel(
       call, detail::resolve_force_scalar(options), std::max(call.y_bytes, options.whole_output_bytes));
   // Blocks along an outer axis go tile by tile where the kernels share a tile's reciprocals between
-  // its rows: integer outputs (float8 divides; its check on the code lost in that order).
+  // its rows: integer outputs. float8 divides (its check on the code lost in that order), and gains
+  // from tiles only where a row of scales is too long to stay cached between the rows that read it
+  // (docs/performance.md: 1.01-1.16x from rows of 32 Ki elements on, 0.88x at 4-8 Ki even at 64 Mi).
+  const bool row_tiles = detail::is_quantized_integer(call.y_type) ||
+                         (detail::is_float8(call.y_type) && call.plan.inner >= kLongFloat8Rows);
   run_tasks(call, kernel, y.data, options, 2 * detail::bytes_moved(call.x_type, call.y_type, call.plan.elements),
-            detail::is_quantized_integer(call.y_type));
+            row_tiles);
 }
 
 TensorSpec dequantize_linear_output(const DequantizeLinearAttributes& attributes, const TensorView& x,

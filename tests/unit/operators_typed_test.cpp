@@ -880,7 +880,9 @@ TEST(Threads, ResultsIndependentOfExecution) {
     // Rows past a tile: row-tile tasks (a ragged last block of rows and column run; an outer axis).
     const Layout row_tiles{"row_tiles", {19, 8200}, {1, 8200}, 0, 32};
     const Layout row_tiles_middle{"row_tiles_middle", {2, 40, 1500}, {2, 2, 1500}, 1, 32};
-    for (const Layout& l : {big_axis, big_blocked, row_tiles, row_tiles_middle}) {
+    // Rows long enough for float8 quantize's row-tile tasks too (a ragged last column run).
+    const Layout long_rows{"long_rows", {3, 32772}, {1, 32772}, 0, 32};
+    for (const Layout& l : {big_axis, big_blocked, row_tiles, row_tiles_middle, long_rows}) {
       for (const auto* opts : {&one, &two, &four_scalar, &custom}) {
         SCOPED_TRACE(l.name + " " + tname(y));
         check_quantize(QuantizeSpec{DataType::kFloat, DataType::kFloat, y, true, 0, true, y}, l, seed, *opts);
