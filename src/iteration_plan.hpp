@@ -171,13 +171,13 @@ struct ColumnWindow {
 class ChunkOrder {
  public:
   ChunkOrder(const Plan& plan, int64_t begin, int64_t end, int64_t width, ColumnWindow columns = {})
-      : plan_(plan), end_(end), width_(width), column_begin_(columns.begin), column_end_(columns.end), at_(begin) {
+      : plan_(plan), end_(end), width_(width), columns_(columns), at_(begin) {
     if (columns.set()) start_rows(begin / plan.inner);
   }
 
   /// The next piece, [first, last); false when none is left.
   bool next(int64_t& first, int64_t& last) {
-    if (column_end_ == 0) {  // plain chunks
+    if (!columns_.set()) {  // plain chunks
       if (at_ >= end_) return false;
       first = at_;
       last = std::min(end_, at_ + width_);
@@ -189,13 +189,13 @@ class ChunkOrder {
       if (r_ == rows_end_) {  // the tile's rows are done: the next tile, or the next block's rows
         r_ = row_;
         column_ += width_;
-        if (column_ >= column_end_) {
+        if (column_ >= columns_.end) {
           if (rows_end_ * n >= end_) return false;
           start_rows(rows_end_);
         }
       }
       first = std::max(at_, r_ * n + column_);
-      last = std::min(end_, r_ * n + std::min(column_end_, column_ + width_));
+      last = std::min(end_, r_ * n + std::min(columns_.end, column_ + width_));
       ++r_;
       if (first < last) return true;
     }
@@ -211,15 +211,14 @@ class ChunkOrder {
     row_ = row;
     rows_end_ = std::min(block_end, (end_ + p.inner - 1) / p.inner);
     r_ = row;
-    column_ = column_begin_;
+    column_ = columns_.begin;
   }
 
   const Plan& plan_;
   int64_t end_;
   int64_t width_;
-  int64_t column_begin_;
-  int64_t column_end_;  // 0: plain chunks
-  int64_t at_;          // plainly the next piece's start; with a window, the range's start
+  ColumnWindow columns_;  // unset: plain chunks
+  int64_t at_;            // plainly the next piece's start; with a window, the range's start
   int64_t row_ = 0;
   int64_t rows_end_ = 0;
   int64_t r_ = 0;
