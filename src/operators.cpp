@@ -37,9 +37,9 @@ void run_tasks(const Call& call, Kernel kernel, void* y, const ExecutionOptions&
       call.plan.elements, options, [&](int64_t begin, int64_t end) { kernel(call, y, begin, end); }, work, id);
 }
 
-/// The shortest rows (elements) of blocks along an outer axis for which float8 quantize runs
-/// row-tile tasks.
-constexpr int64_t kLongFloat8Rows = 32768;
+/// The shortest rows (elements) of blocks along an outer axis for which a quantize kernel that
+/// divides runs row-tile tasks.
+constexpr int64_t kLongRows = 32768;
 
 }  // namespace
 
@@ -64,12 +64,15 @@ void quantize_linear(const QuantizeLinearAttributes& attributes, const TensorVie
   detail::check_output(detail::OpName{"QuantizeLinear", call.version}, y, call.y_type, call.y_shape, call.y_bytes);
   const detail::QuantizeKernel kernel = detail::select_quantize_kernel(
       call, detail::resolve_force_scalar(options), std::max(call.y_bytes, options.whole_output_bytes));
-  // Blocks along an outer axis go tile by tile where the kernels share a tile's reciprocals between
-  // its rows: integer outputs. float8 divides (its check on the code lost in that order), and gains
-  // from tiles only where a row of scales is too long to stay cached between the rows that read it
+  // Blocks along an outer axis go tile by tile where the kernel shares a tile's reciprocals between
+  // its rows. Where it divides (float8, whose check on the code lost in that order; integers with
+  // 16-bit scales or division, the scalar kernel, a target that measured the division faster), tiles
+  // pay only where a row of scales is too long to stay cached between the rows that read it
   // (docs/performance.md: 1.01-1.16x from rows of 32 Ki elements on, 0.88x at 4-8 Ki even at 64 Mi).
-  const bool row_tiles = detail::is_quantized_integer(call.y_type) ||
-                         (detail::is_float8(call.y_type) && call.plan.inner >= kLongFloat8Rows);
+  const bool long_rows =
+      (detail::is_quantized_integer(call.y_type) || detail::is_float8(call.y_type)) && call.plan.inner >= kLongRows;
+  const bool row_tiles =
+      long_rows || detail::quantize_shares_row_reciprocals(call, detail::resolve_force_scalar(options));
   run_tasks(call, kernel, y.data, options, 2 * detail::bytes_moved(call.x_type, call.y_type, call.plan.elements),
             row_tiles);
 }

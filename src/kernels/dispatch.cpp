@@ -36,6 +36,20 @@ QuantizeKernel select_quantize_kernel(const QuantizeCall& call, bool force_scala
   return &quantize_scalar;
 }
 
+bool quantize_shares_row_reciprocals(const QuantizeCall& call, bool force_scalar) {
+#if defined(QDQ_HAVE_SIMD)
+  if (!runs_vectorised(force_scalar)) return false;
+  const simd::QuotientRoute route =
+      simd::quotient_route(simd::best_target(), simd::reciprocal_kind(call.y_type, call.zero_point != nullptr));
+  return simd::shares_row_reciprocals(call.division_type, call.scale_type, call.y_type,
+                                      route == simd::QuotientRoute::kReciprocal);
+#else
+  (void)call;
+  (void)force_scalar;
+  return false;
+#endif
+}
+
 DequantizeKernel select_dequantize_kernel(const DequantizeCall& call, bool force_scalar, uint64_t store_bytes) {
 #if defined(QDQ_HAVE_SIMD)
   if (runs_vectorised(force_scalar)) {

@@ -24,6 +24,12 @@ using DequantizeKernel = void (*)(const DequantizeCall& call, void* y, int64_t b
 void quantize_scalar(const QuantizeCall& call, void* y, int64_t begin, int64_t end);
 void dequantize_scalar(const DequantizeCall& call, void* y, int64_t begin, int64_t end);
 
+/// Whether the quantize kernel that select_quantize_kernel chooses for `call` shares a row tile's
+/// reciprocals between the rows of a row-tile task (simd::shares_row_reciprocals on this CPU's target;
+/// never the scalar kernel), so that such tasks pay even where rows are short. Allocates nothing;
+/// thread-safe (the first call on a target may time its quotient routes).
+bool quantize_shares_row_reciprocals(const QuantizeCall& call, bool force_scalar);
+
 /// DynamicQuantizeLinear's range of float32 values: min and max of the non-NaN values with 0 included
 /// (std::min/std::max from 0, so -0 never replaces +0), and whether any value is NaN.
 struct FloatRange {

@@ -492,6 +492,35 @@ constexpr qdq::detail::TypeList kFloatTypes = qdq::detail::types_where([](const 
          info.since[static_cast<int>(qdq::detail::TypeRole::kQuantizeX)] != 0;
 });
 
+/// Row-tile tasks pay for short rows only where the chosen kernel shares a tile's reciprocals between
+/// its rows (operators.cpp asks quantize_shares_row_reciprocals): float32 division by float32 scales
+/// into integers of at most 8 bits, on a target whose measured route is the reciprocal one.
+TEST(SimdTargetsTest, RowReciprocalsAreSharedOnlyWhereTheKernelKeepsThem) {
+  const auto shares = [](T x_type, T scale_type, T y_type, bool force_scalar) {
+    const Shape shape{64, 64}, scale_shape{2, 64};
+    const Tensor x{x_type, shape, make_float_tensor(x_type, std::vector<float>(64 * 64, 1.5f))};
+    const Tensor s{scale_type, scale_shape, make_float_tensor(scale_type, std::vector<float>(2 * 64, 0.3f))};
+    QuantizeLinearAttributes attributes;
+    attributes.axis = 0;
+    attributes.block_size = 32;
+    attributes.output_dtype = static_cast<int64_t>(y_type);
+    const TensorView xv = x.view(), sv = s.view();
+    return quantize_shares_row_reciprocals(plan_quantize(attributes, xv, sv, nullptr), force_scalar);
+  };
+  const bool reciprocal =
+      simd::best_target() != 0 && simd::quotient_route(simd::best_target(), simd::ReciprocalKind::kRoundingCheck) ==
+                                      simd::QuotientRoute::kReciprocal;
+  for (T y : {T::kInt8, T::kUint8, T::kInt4, T::kUint4, T::kInt2, T::kUint2}) {
+    EXPECT_EQ(shares(T::kFloat, T::kFloat, y, false), reciprocal) << data_type_name(y);
+    EXPECT_EQ(shares(T::kFloat16, T::kFloat, y, false), reciprocal) << data_type_name(y);  // divides in float32
+    EXPECT_FALSE(shares(T::kFloat, T::kFloat, y, true)) << data_type_name(y);              // the scalar kernel
+    EXPECT_FALSE(shares(T::kFloat, T::kFloat16, y, false)) << data_type_name(y);           // divides in float16
+    EXPECT_FALSE(shares(T::kBFloat16, T::kBFloat16, y, false)) << data_type_name(y);
+  }
+  for (T y : {T::kInt16, T::kUint16, T::kFloat8E4M3FN, T::kFloat4E2M1})
+    EXPECT_FALSE(shares(T::kFloat, T::kFloat, y, false)) << data_type_name(y);
+}
+
 TEST(SimdTargetsTest, TargetsAreListed) {
   for (const simd::Target& t : simd::available_targets()) std::printf("[ target   ] %s\n", t.name.c_str());
   if (simd::available_targets().empty()) GTEST_SKIP() << "no SIMD target on this CPU";

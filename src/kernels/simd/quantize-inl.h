@@ -646,7 +646,7 @@ HWY_NOINLINE void QuantizeGeneral(const QuantizeCall& c, void* y, int64_t begin,
   HWY_ALIGN uint8_t cached_codes[kCachedReciprocals && kPacked ? kChunk : 1];
   // (Integer outputs only: float8's check on the code measured 0.95x the division in that order.)
   const bool row_tiles =
-      kCachedReciprocals && rounding_check_applies(Y) && reciprocal && c.scale_type == T::kFloat && c.columns.set();
+      kCachedReciprocals && shares_row_reciprocals(P, c.scale_type, Y, reciprocal) && c.columns.set();
   [[maybe_unused]] const bool block_reciprocals = kCachedReciprocals && reciprocal &&
                                                   c.plan.granularity == Granularity::kBlocked && c.plan.inner > 1 &&
                                                   (c.plan.inner <= kChunk || row_tiles) && c.scale_type == T::kFloat;

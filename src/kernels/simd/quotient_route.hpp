@@ -39,6 +39,15 @@ constexpr bool is_half_division(DataType division_type) {
   return division_type == DataType::kFloat16 || division_type == DataType::kBFloat16;
 }
 
+/// Whether the vectorised quantize kernels keep a row segment's reciprocals for the next rows that
+/// read the same scales (blocks along an outer axis, in row-tile tasks): float32 division by float32
+/// scales into outputs of the rounding check, where the target's route is the reciprocal one.
+/// Allocates nothing.
+constexpr bool shares_row_reciprocals(DataType division_type, DataType scale_type, DataType y, bool reciprocal_route) {
+  return reciprocal_route && division_type == DataType::kFloat && scale_type == DataType::kFloat &&
+         rounding_check_applies(y);
+}
+
 /// The reciprocal route of output type y, with or without a zero point. Allocates nothing.
 constexpr ReciprocalKind reciprocal_kind(DataType y, bool zero_point) {
   if (rounding_check_applies(y)) return ReciprocalKind::kRoundingCheck;
