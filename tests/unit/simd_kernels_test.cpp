@@ -543,8 +543,9 @@ TEST_P(SimdKernelsTest, QuantizeEveryTypeCombinationAndGranularity) {
   std::mt19937 rng(2);
   for (T x : kFloatTypes) {
     for (T s : kFloatTypes) {
-      // The vectorised kernels cover division in float32 and in x's own 16-bit type.
-      if (!(s == T::kFloat || s == x)) continue;
+      // The vectorised kernels cover division in float32, in x's own 16-bit type, and in either
+      // 16-bit type for float32 x (x rounded to it first).
+      if (!(s == T::kFloat || s == x || x == T::kFloat)) continue;
       for (T y : kQuantizedTypes) {
         for (int sat = 0; sat <= (is_float8(y) ? 1 : 0); ++sat) {
           const bool saturate = is_float8(y) ? sat == 1 : true;
@@ -586,6 +587,9 @@ TEST_P(SimdKernelsTest, LargePerAxisAndBlocked) {
     }
   }
   check_quantize(T::kFloat16, T::kFloat16, T::kInt8, {70, 2101}, 0, 32, false, true, rng, true);  // divides in float16
+  // float32 x rounded to the 16-bit scale type, which it divides in.
+  check_quantize(T::kFloat, T::kFloat16, T::kInt4, {70, 2101}, 0, 32, true, true, rng, true);
+  check_quantize(T::kFloat, T::kBFloat16, T::kFloat8E4M3FN, {70, 2101}, 0, 32, false, false, rng, true);
   // Rows a multiple of 4 long and past a tile: row-tile tasks as well, here 1024 columns of up to 8
   // rows of a block (a ragged last block of rows and column run; blocks along a middle axis, longer
   // than it).
@@ -778,14 +782,15 @@ TEST_P(SimdKernelsTest, BlocksAlongTheLastAxis) {
     for (const Shape& shape : shapes) {
       for (T y : kQuantizedTypes) {
         for (const T x : {T::kFloat, T::kFloat16, T::kBFloat16}) {
-          // float32 scales, and the x's own 16-bit type (divided in it).
-          for (const T s : {T::kFloat, x}) {
+          // float32 scales, and the x's own 16-bit type (divided in it); float32 x with float16
+          // scales (x rounded to float16 and divided in it) as well.
+          for (const T s : {T::kFloat, x == T::kFloat ? T::kFloat16 : x}) {
             if (x != T::kFloat && s == T::kFloat && y != T::kInt4) continue;
+            if (x == T::kFloat && s != T::kFloat && y != T::kInt4 && y != T::kFloat8E4M3FN) continue;
             const bool zp = !is_float8(y) && (shape[0] + block) % 2 == 1;
             check_quantize(x, s, y, shape, 1, block, true, zp, rng, shape[0] == 3);
             if (x == T::kFloat && s == T::kFloat && !is_float8(y))
               check_quantize(x, s, y, shape, 1, block, true, !zp, rng, shape[0] != 3);
-            if (x == T::kFloat) break;
           }
         }
       }

@@ -220,11 +220,14 @@ struct MultiplyByExactReciprocal {
 // No quantized output depends on a NaN's payload (integers take the minimum, float8 its NaN code,
 // FLOAT4E2M1 +6), only on its being a NaN: the quotient path below keeps NaNs NaN and no more.
 
-/// Lanes [0, n) of x from `index` as float32, to be divided. bfloat16 NaNs stay signalling (LoadFloat
-/// would quiet them): the division quiets them anyway.
-template <T X>
+/// Lanes [0, n) of x from `index` as float32, rounded to the division type P (RNE, as the scale is),
+/// to be divided. bfloat16 NaNs stay signalling where x is already of type P or float32 divides
+/// (LoadFloat would quiet them): the division quiets them anyway.
+template <T X, T P>
 HWY_INLINE VF LoadDividend(const void* x, int64_t index, size_t n) {
-  if constexpr (X == T::kBFloat16) {
+  if constexpr (X != P && is_half_division(P)) {
+    return RoundToP<P>(LoadFloat<X>(x, index, n));
+  } else if constexpr (X == T::kBFloat16) {
     const hn::Rebind<uint16_t, DF> d16;
     return hn::BitCast(
         DF(), hn::ShiftLeft<16>(hn::PromoteTo(DU(), LoadPartial(d16, static_cast<const uint16_t*>(x) + index, n))));
@@ -398,7 +401,7 @@ HWY_INLINE void QuantizeLoopWith(const QuantizeCall& c, bool saturate, int64_t f
   // Routes that read their parameters themselves (PerVectorReciprocals) take the Params.
   constexpr bool kRouteReadsParams = requires(VF v) { route.Quotient(v, params, int64_t{0}, size_t{0}); };
   const auto quotient = [&](int64_t k, size_t n) QDQ_INLINE_LAMBDA {
-    const VF x = LoadDividend<X>(c.x, first + k, n);
+    const VF x = LoadDividend<X, P>(c.x, first + k, n);
     if constexpr (kRouteReadsParams) {
       return RoundQuotient<P>(route.Quotient(x, params, k, n));
     } else {
@@ -423,9 +426,9 @@ HWY_INLINE void QuantizeLoopWith(const QuantizeCall& c, bool saturate, int64_t f
     if constexpr (ChecksCodes<Quotient>()) {
 #if HWY_NATIVE_FMA
       // The check reads the encoder's scaled values: encoded first, committed after.
-      const VF x0 = LoadDividend<X>(c.x, first + i, full), x1 = LoadDividend<X>(c.x, first + i + lanes, full);
-      const VF x2 = LoadDividend<X>(c.x, first + i + 2 * lanes, full);
-      const VF x3 = LoadDividend<X>(c.x, first + i + 3 * lanes, full);
+      const VF x0 = LoadDividend<X, P>(c.x, first + i, full), x1 = LoadDividend<X, P>(c.x, first + i + lanes, full);
+      const VF x2 = LoadDividend<X, P>(c.x, first + i + 2 * lanes, full);
+      const VF x3 = LoadDividend<X, P>(c.x, first + i + 3 * lanes, full);
       if constexpr (kRouteReadsParams) {
         StoreCheckedGroup<Y, kPackInRegisters>(saturate, x0, x1, x2, x3, route.Divisors(params, i), dst);
       } else {
@@ -435,8 +438,9 @@ HWY_INLINE void QuantizeLoopWith(const QuantizeCall& c, bool saturate, int64_t f
     } else if constexpr (kRouteReadsParams || requires(VF & v) { route.Group(v, v, v, v, v); }) {
       // The reciprocal routes check a whole group at once (one branch), with one scale for the run
       // or each vector's own.
-      VF q0 = LoadDividend<X>(c.x, first + i, full), q1 = LoadDividend<X>(c.x, first + i + lanes, full);
-      VF q2 = LoadDividend<X>(c.x, first + i + 2 * lanes, full), q3 = LoadDividend<X>(c.x, first + i + 3 * lanes, full);
+      VF q0 = LoadDividend<X, P>(c.x, first + i, full), q1 = LoadDividend<X, P>(c.x, first + i + lanes, full);
+      VF q2 = LoadDividend<X, P>(c.x, first + i + 2 * lanes, full),
+         q3 = LoadDividend<X, P>(c.x, first + i + 3 * lanes, full);
       if constexpr (kRouteReadsParams) {
         route.Group(q0, q1, q2, q3, params, i);
       } else {
