@@ -244,6 +244,22 @@ HWY_INLINE VF RoundQuotient(VF q) {
   return RoundToP<P>(q);
 }
 
+/// The int32 code of an 8-bit integer output before its zero point, for StoreBytes4PlusZeroPoints. On
+/// x86 the quotient is clamped above at 2^24 only: a NaN quotient, and one below -2^31, convert to the
+/// integer indefinite INT32_MIN, which saturates to the output's minimum as the NaN rule and the lower
+/// clamp would (one clamp instead of two). Elsewhere UnsaturatedCodes' two clamps.
+HWY_INLINE VI CodesBeforeZeroPoint(VF q) {
+#if HWY_TARGET == HWY_AVX3
+  return VI{_mm512_cvtps_epi32(MinKeepingNaN(hn::Set(DF(), kCodeClamp), q).raw)};
+#elif HWY_TARGET == HWY_AVX2
+  return VI{_mm256_cvtps_epi32(MinKeepingNaN(hn::Set(DF(), kCodeClamp), q).raw)};
+#elif HWY_TARGET == HWY_SSE4
+  return VI{_mm_cvtps_epi32(MinKeepingNaN(hn::Set(DF(), kCodeClamp), q).raw)};
+#else
+  return UnsaturatedCodes(q, hn::Zero(DI()));
+#endif
+}
+
 /// Where the output of element `at` starts in y (for 2/4-bit y, `at` starts a whole byte).
 template <T Y>
 HWY_INLINE uint8_t* OutputAt(void* y, int64_t at) {
@@ -322,6 +338,12 @@ HWY_INLINE void StoreQuotientGroup(const QuantizeCall& c, bool saturate, VF q0, 
     const VI m2 = hn::BitCast(di, EncodeNarrowMagnitude<F>(q2, true));
     const VI m3 = hn::BitCast(di, EncodeNarrowMagnitude<F>(q3, true));
     StoreSignedNibbles4(m0, m1, m2, m3, q0, q1, q2, q3, out);
+  } else if constexpr (IsIntegerOut(Y) && OutBits(Y) == 8) {
+    // The zero points are added in the stores (StoreBytes4PlusZeroPoints), after one clamp.
+    StoreBytes4PlusZeroPoints<IsSignedOut(Y)>(
+        CodesBeforeZeroPoint(q0), CodesBeforeZeroPoint(q1), CodesBeforeZeroPoint(q2), CodesBeforeZeroPoint(q3),
+        params.ZeroPoint(k, full), params.ZeroPoint(k + lanes, full), params.ZeroPoint(k + 2 * lanes, full),
+        params.ZeroPoint(k + 3 * lanes, full), out);
   } else {
     StoreGroup<Y, kPackInRegisters>(OutputCodes<Y, true>(c, saturate, q0, params, k, full),
                                     OutputCodes<Y, true>(c, saturate, q1, params, k + lanes, full),
