@@ -305,18 +305,14 @@ HWY_INLINE void StoreSignedNibbles4(VI a, VI b, VI c, VI d, VF sa, VF sb, VF sc,
 #endif
 }
 
-/// Packs 4·Lanes 2-bit codes (int32 lanes already in the output's range) into Lanes bytes, the
-/// first code of each four in the lowest bits (ONNX layout).
-HWY_INLINE void StoreCrumbs4(VI a, VI b, VI c, VI d, uint8_t* out) {
-#if HWY_TARGET == HWY_AVX2 || HWY_TARGET == HWY_SSE4
 #if HWY_TARGET == HWY_AVX2
-  const __m256i ordered = _mm256_permutevar8x32_epi32(
-      _mm256_packs_epi16(_mm256_packs_epi32(a.raw, b.raw), _mm256_packs_epi32(c.raw, d.raw)),
-      _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
-  const __m256i bytes = _mm256_and_si256(ordered, _mm256_set1_epi8(3));
+/// Stores the 2-bit codes of `bytes` (one per byte, below 4, as two packs_epi16 of packs_epi32 pairs
+/// leave them) as 8 bytes of ONNX layout, the first code of each four in the lowest bits.
+HWY_INLINE void StoreCrumbBytes(__m256i bytes, uint8_t* out) {
+  const __m256i ordered = _mm256_permutevar8x32_epi32(bytes, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
   // Each 32-bit lane holds four codes, one per byte: fold them into its low byte.
   const __m256i pairs =
-      _mm256_or_si256(bytes, _mm256_srli_epi16(bytes, 6));  // bytes 0 and 2: c0 | c1 << 2, c2 | c3 << 2
+      _mm256_or_si256(ordered, _mm256_srli_epi16(ordered, 6));  // bytes 0 and 2: c0 | c1 << 2, c2 | c3 << 2
   const __m256i quads =
       _mm256_or_si256(pairs, _mm256_srli_epi32(pairs, 12));  // byte 0: c0 | c1 << 2 | c2 << 4 | c3 << 6
   const __m256i low_bytes =
@@ -324,24 +320,45 @@ HWY_INLINE void StoreCrumbs4(VI a, VI b, VI c, VI d, uint8_t* out) {
                                                   12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1));
   const __m256i packed = _mm256_permutevar8x32_epi32(low_bytes, _mm256_setr_epi32(0, 4, 0, 0, 0, 0, 0, 0));
   _mm_storel_epi64(reinterpret_cast<__m128i*>(out), _mm256_castsi256_si128(packed));
-#else
-  const __m128i bytes =
-      _mm_and_si128(_mm_packs_epi16(_mm_packs_epi32(a.raw, b.raw), _mm_packs_epi32(c.raw, d.raw)), _mm_set1_epi8(3));
+}
+#elif HWY_TARGET == HWY_AVX3
+/// As on AVX2, 16 bytes: in element order, each dword's four codes become its low byte by two
+/// multiply-adds (weights 1 and 4 on byte pairs, then 1 and 16 on word pairs; at most 255), and the
+/// dwords are narrowed.
+HWY_INLINE void StoreCrumbBytes(__m512i bytes, uint8_t* out) {
+  const __m512i ordered = PackedBytesInOrder(bytes);
+  const __m512i pairs = _mm512_maddubs_epi16(ordered, _mm512_set1_epi16(0x0401));
+  const __m512i quads = _mm512_madd_epi16(pairs, _mm512_set1_epi32(0x00100001));
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(out), _mm512_cvtepi32_epi8(quads));
+}
+#elif HWY_TARGET == HWY_SSE4
+/// As on AVX2, 4 bytes.
+HWY_INLINE void StoreCrumbBytes(__m128i bytes, uint8_t* out) {
   const __m128i pairs = _mm_or_si128(bytes, _mm_srli_epi16(bytes, 6));
   const __m128i quads = _mm_or_si128(pairs, _mm_srli_epi32(pairs, 12));
   const int packed = _mm_cvtsi128_si32(
       _mm_shuffle_epi8(quads, _mm_setr_epi8(0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1)));
   std::memcpy(out, &packed, 4);
+}
 #endif
+
+/// Packs 4·Lanes 2-bit codes (int32 lanes already in the output's range) into Lanes bytes, the
+/// first code of each four in the lowest bits (ONNX layout).
+HWY_INLINE void StoreCrumbs4(VI a, VI b, VI c, VI d, uint8_t* out) {
+#if HWY_TARGET == HWY_AVX2
+  StoreCrumbBytes(
+      _mm256_and_si256(_mm256_packs_epi16(_mm256_packs_epi32(a.raw, b.raw), _mm256_packs_epi32(c.raw, d.raw)),
+                       _mm256_set1_epi8(3)),
+      out);
 #elif HWY_TARGET == HWY_AVX3
-  // In element order, each dword's four codes become its low byte by two multiply-adds (weights 1
-  // and 4 on byte pairs, then 1 and 16 on word pairs; at most 255), and the dwords are narrowed.
-  const __m512i bytes = _mm512_and_si512(
-      _mm512_packs_epi16(_mm512_packs_epi32(a.raw, b.raw), _mm512_packs_epi32(c.raw, d.raw)), _mm512_set1_epi8(3));
-  const __m512i ordered = PackedBytesInOrder(bytes);
-  const __m512i pairs = _mm512_maddubs_epi16(ordered, _mm512_set1_epi16(0x0401));
-  const __m512i quads = _mm512_madd_epi16(pairs, _mm512_set1_epi32(0x00100001));
-  _mm_storeu_si128(reinterpret_cast<__m128i*>(out), _mm512_cvtepi32_epi8(quads));
+  StoreCrumbBytes(
+      _mm512_and_si512(_mm512_packs_epi16(_mm512_packs_epi32(a.raw, b.raw), _mm512_packs_epi32(c.raw, d.raw)),
+                       _mm512_set1_epi8(3)),
+      out);
+#elif HWY_TARGET == HWY_SSE4
+  StoreCrumbBytes(
+      _mm_and_si128(_mm_packs_epi16(_mm_packs_epi32(a.raw, b.raw), _mm_packs_epi32(c.raw, d.raw)), _mm_set1_epi8(3)),
+      out);
 #else
   StorePackedCodes4<2>(a, b, c, d, out);
 #endif
@@ -357,6 +374,76 @@ HWY_INLINE void StorePacked4(VI a, VI b, VI c, VI d, uint8_t* out) {
   } else {
     StoreCrumbs4(a, b, c, d, out);
   }
+}
+
+/// Stores the kBits-bit integer codes of int32 values a..d plus zero points za..zd (each lane within
+/// ±255), saturated to [lo, hi], the output's range: packed in ONNX layout where kPacked, else one
+/// code per byte (a code buffer). x86 adds the zero points after the int16 pack with int16
+/// saturation (as StoreBytes4PlusZeroPoints) and clamps the 4·Lanes bytes at once, instead of each
+/// int32 vector; elsewhere the int32 lanes are clamped.
+template <int kBits, bool Signed, bool kPacked>
+HWY_INLINE void StoreNarrowCodes4PlusZeroPoints(VI a, VI b, VI c, VI d, VI za, VI zb, VI zc, VI zd, uint8_t* out) {
+  CheckPackedWidth<kBits>();
+  constexpr int kLo = Signed ? -(1 << (kBits - 1)) : 0;
+  constexpr int kHi = Signed ? (1 << (kBits - 1)) - 1 : (1 << kBits) - 1;
+  constexpr int kMask = (1 << kBits) - 1;
+#if HWY_TARGET == HWY_AVX2
+  const __m256i ab = _mm256_adds_epi16(_mm256_packs_epi32(a.raw, b.raw), _mm256_packs_epi32(za.raw, zb.raw));
+  const __m256i cd = _mm256_adds_epi16(_mm256_packs_epi32(c.raw, d.raw), _mm256_packs_epi32(zc.raw, zd.raw));
+  const __m256i clamped = Signed ? _mm256_min_epi8(_mm256_max_epi8(_mm256_packs_epi16(ab, cd), _mm256_set1_epi8(kLo)),
+                                                   _mm256_set1_epi8(kHi))
+                                 : _mm256_min_epu8(_mm256_packus_epi16(ab, cd), _mm256_set1_epi8(kHi));
+  const __m256i bytes = Signed ? _mm256_and_si256(clamped, _mm256_set1_epi8(kMask)) : clamped;
+  if constexpr (!kPacked) {
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out),
+                        _mm256_permutevar8x32_epi32(bytes, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7)));
+  } else if constexpr (kBits == 4) {
+    StoreNibbleBytes(bytes, out);
+  } else {
+    StoreCrumbBytes(bytes, out);
+  }
+#elif HWY_TARGET == HWY_AVX3
+  const __m512i ab = _mm512_adds_epi16(_mm512_packs_epi32(a.raw, b.raw), _mm512_packs_epi32(za.raw, zb.raw));
+  const __m512i cd = _mm512_adds_epi16(_mm512_packs_epi32(c.raw, d.raw), _mm512_packs_epi32(zc.raw, zd.raw));
+  const __m512i clamped = Signed ? _mm512_min_epi8(_mm512_max_epi8(_mm512_packs_epi16(ab, cd), _mm512_set1_epi8(kLo)),
+                                                   _mm512_set1_epi8(kHi))
+                                 : _mm512_min_epu8(_mm512_packus_epi16(ab, cd), _mm512_set1_epi8(kHi));
+  const __m512i bytes = Signed ? _mm512_and_si512(clamped, _mm512_set1_epi8(kMask)) : clamped;
+  if constexpr (!kPacked) {
+    _mm512_storeu_si512(out, PackedBytesInOrder(bytes));
+  } else if constexpr (kBits == 4) {
+    StoreNibbleBytes(bytes, out);
+  } else {
+    StoreCrumbBytes(bytes, out);
+  }
+#elif HWY_TARGET == HWY_SSE4
+  const __m128i ab = _mm_adds_epi16(_mm_packs_epi32(a.raw, b.raw), _mm_packs_epi32(za.raw, zb.raw));
+  const __m128i cd = _mm_adds_epi16(_mm_packs_epi32(c.raw, d.raw), _mm_packs_epi32(zc.raw, zd.raw));
+  const __m128i clamped =
+      Signed ? _mm_min_epi8(_mm_max_epi8(_mm_packs_epi16(ab, cd), _mm_set1_epi8(kLo)), _mm_set1_epi8(kHi))
+             : _mm_min_epu8(_mm_packus_epi16(ab, cd), _mm_set1_epi8(kHi));
+  const __m128i bytes = Signed ? _mm_and_si128(clamped, _mm_set1_epi8(kMask)) : clamped;
+  if constexpr (!kPacked) {
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out), bytes);
+  } else if constexpr (kBits == 4) {
+    StoreNibbleBytes(bytes, out);
+  } else {
+    StoreCrumbBytes(bytes, out);
+  }
+#else
+  const DI di;
+  const auto code = [&](VI v, VI z) {
+    return hn::And(hn::Min(hn::Max(hn::Add(v, z), hn::Set(di, kLo)), hn::Set(di, kHi)), hn::Set(di, kMask));
+  };
+  if constexpr (kPacked) {
+    StorePacked4<kBits>(hn::Min(hn::Max(hn::Add(a, za), hn::Set(di, kLo)), hn::Set(di, kHi)),
+                        hn::Min(hn::Max(hn::Add(b, zb), hn::Set(di, kLo)), hn::Set(di, kHi)),
+                        hn::Min(hn::Max(hn::Add(c, zc), hn::Set(di, kLo)), hn::Set(di, kHi)),
+                        hn::Min(hn::Max(hn::Add(d, zd), hn::Set(di, kLo)), hn::Set(di, kHi)), out);
+  } else {
+    StoreBytes4<false>(code(a, za), code(b, zb), code(c, zc), code(d, zd), out);
+  }
+#endif
 }
 
 #endif  // QDQ_SIMD_HAS_KERNELS

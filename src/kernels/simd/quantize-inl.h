@@ -244,10 +244,11 @@ HWY_INLINE VF RoundQuotient(VF q) {
   return RoundToP<P>(q);
 }
 
-/// The int32 code of an 8-bit integer output before its zero point, for StoreBytes4PlusZeroPoints. On
-/// x86 the quotient is clamped above at 2^24 only: a NaN quotient, and one below -2^31, convert to the
-/// integer indefinite INT32_MIN, which saturates to the output's minimum as the NaN rule and the lower
-/// clamp would (one clamp instead of two). Elsewhere UnsaturatedCodes' two clamps.
+/// The int32 code of an integer output of at most 8 bits before its zero point, for
+/// StoreBytes4PlusZeroPoints and StoreNarrowCodes4PlusZeroPoints. On x86 the quotient is clamped
+/// above at 2^24 only: a NaN quotient, and one below -2^31, convert to the integer indefinite
+/// INT32_MIN, which saturates to the output's minimum as the NaN rule and the lower clamp would (one
+/// clamp instead of two). Elsewhere UnsaturatedCodes' two clamps.
 HWY_INLINE VI CodesBeforeZeroPoint(VF q) {
 #if HWY_TARGET == HWY_AVX3
   return VI{_mm512_cvtps_epi32(MinKeepingNaN(hn::Set(DF(), kCodeClamp), q).raw)};
@@ -341,6 +342,12 @@ HWY_INLINE void StoreQuotientGroup(const QuantizeCall& c, bool saturate, VF q0, 
   } else if constexpr (IsIntegerOut(Y) && OutBits(Y) == 8) {
     // The zero points are added in the stores (StoreBytes4PlusZeroPoints), after one clamp.
     StoreBytes4PlusZeroPoints<IsSignedOut(Y)>(
+        CodesBeforeZeroPoint(q0), CodesBeforeZeroPoint(q1), CodesBeforeZeroPoint(q2), CodesBeforeZeroPoint(q3),
+        params.ZeroPoint(k, full), params.ZeroPoint(k + lanes, full), params.ZeroPoint(k + 2 * lanes, full),
+        params.ZeroPoint(k + 3 * lanes, full), out);
+  } else if constexpr (IsIntegerOut(Y) && OutBits(Y) < 8) {
+    // As for 8 bits, and the output's range clamped on the bytes (StoreNarrowCodes4PlusZeroPoints).
+    StoreNarrowCodes4PlusZeroPoints<OutBits(Y), IsSignedOut(Y), kPackInRegisters>(
         CodesBeforeZeroPoint(q0), CodesBeforeZeroPoint(q1), CodesBeforeZeroPoint(q2), CodesBeforeZeroPoint(q3),
         params.ZeroPoint(k, full), params.ZeroPoint(k + lanes, full), params.ZeroPoint(k + 2 * lanes, full),
         params.ZeroPoint(k + 3 * lanes, full), out);
