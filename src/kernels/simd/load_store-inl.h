@@ -156,28 +156,51 @@ HWY_INLINE void StoreBytes4(VI a, VI b, VI c, VI d, uint8_t* out) {
 #endif
 }
 
-/// Stores 4·Lanes int32 codes a..d plus their zero points za..zd (each lane within ±255) as bytes,
-/// saturated to int8 (Signed) or uint8: the bytes of StoreBytes4(a + za, ...). x86 adds the zero
-/// points to the int16-saturated codes with int16 saturation, which no int32 code can overflow (a
-/// code beyond int16 stays beyond the byte range after the addition, so saturating twice changes
-/// nothing); the zero points take the same packs, so they meet their codes' lanes.
+#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX2 || HWY_TARGET == HWY_SSE4
+/// x86: int32 codes a..d plus their zero points za..zd (each lane within ±255) as bytes saturated to
+/// int8 (Signed) or uint8, in the order two levels of packs leave them (StoreBytesInOrder puts them
+/// in element order). The zero points are added to the int16-saturated codes with int16 saturation,
+/// which no int32 code can overflow: a code beyond int16 stays beyond the byte range after the
+/// addition, so saturating twice changes nothing. The zero points take the same packs, so they meet
+/// their codes' lanes (one zero point for all four: the compiler hoists its pack).
 template <bool Signed>
-HWY_INLINE void StoreBytes4PlusZeroPoints(VI a, VI b, VI c, VI d, VI za, VI zb, VI zc, VI zd, uint8_t* out) {
+HWY_INLINE VI PackedBytesPlusZeroPoints(VI a, VI b, VI c, VI d, VI za, VI zb, VI zc, VI zd) {
 #if HWY_TARGET == HWY_AVX2
   const __m256i ab = _mm256_adds_epi16(_mm256_packs_epi32(a.raw, b.raw), _mm256_packs_epi32(za.raw, zb.raw));
   const __m256i cd = _mm256_adds_epi16(_mm256_packs_epi32(c.raw, d.raw), _mm256_packs_epi32(zc.raw, zd.raw));
-  const __m256i bytes = Signed ? _mm256_packs_epi16(ab, cd) : _mm256_packus_epi16(ab, cd);
-  const __m256i ordered = _mm256_permutevar8x32_epi32(bytes, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
-  _mm256_storeu_si256(reinterpret_cast<__m256i*>(out), ordered);
+  return VI{Signed ? _mm256_packs_epi16(ab, cd) : _mm256_packus_epi16(ab, cd)};
 #elif HWY_TARGET == HWY_AVX3
   const __m512i ab = _mm512_adds_epi16(_mm512_packs_epi32(a.raw, b.raw), _mm512_packs_epi32(za.raw, zb.raw));
   const __m512i cd = _mm512_adds_epi16(_mm512_packs_epi32(c.raw, d.raw), _mm512_packs_epi32(zc.raw, zd.raw));
-  const __m512i bytes = Signed ? _mm512_packs_epi16(ab, cd) : _mm512_packus_epi16(ab, cd);
-  _mm512_storeu_si512(out, PackedBytesInOrder(bytes));
-#elif HWY_TARGET == HWY_SSE4
+  return VI{Signed ? _mm512_packs_epi16(ab, cd) : _mm512_packus_epi16(ab, cd)};
+#else
   const __m128i ab = _mm_adds_epi16(_mm_packs_epi32(a.raw, b.raw), _mm_packs_epi32(za.raw, zb.raw));
   const __m128i cd = _mm_adds_epi16(_mm_packs_epi32(c.raw, d.raw), _mm_packs_epi32(zc.raw, zd.raw));
-  _mm_storeu_si128(reinterpret_cast<__m128i*>(out), Signed ? _mm_packs_epi16(ab, cd) : _mm_packus_epi16(ab, cd));
+  return VI{Signed ? _mm_packs_epi16(ab, cd) : _mm_packus_epi16(ab, cd)};
+#endif
+}
+
+/// x86: stores bytes in the order two levels of packs leave them (a 4k..4k+3, b 4k.., c 4k.., d
+/// 4k.. in 128-bit block k) in element order.
+HWY_INLINE void StoreBytesInOrder(VI bytes, uint8_t* out) {
+#if HWY_TARGET == HWY_AVX2
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(out),
+                      _mm256_permutevar8x32_epi32(bytes.raw, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7)));
+#elif HWY_TARGET == HWY_AVX3
+  _mm512_storeu_si512(out, PackedBytesInOrder(bytes.raw));
+#else
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(out), bytes.raw);
+#endif
+}
+#endif
+
+/// Stores 4·Lanes int32 codes a..d plus their zero points za..zd (each lane within ±255) as bytes,
+/// saturated to int8 (Signed) or uint8: the bytes of StoreBytes4(a + za, ...), on x86 without the
+/// int32 additions (PackedBytesPlusZeroPoints).
+template <bool Signed>
+HWY_INLINE void StoreBytes4PlusZeroPoints(VI a, VI b, VI c, VI d, VI za, VI zb, VI zc, VI zd, uint8_t* out) {
+#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX2 || HWY_TARGET == HWY_SSE4
+  StoreBytesInOrder(PackedBytesPlusZeroPoints<Signed>(a, b, c, d, za, zb, zc, zd), out);
 #else
   StoreBytes4<Signed>(hn::Add(a, za), hn::Add(b, zb), hn::Add(c, zc), hn::Add(d, zd), out);
 #endif

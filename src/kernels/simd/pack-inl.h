@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #include "hwy/highway.h"
 #include "kernels/simd/load_store-inl.h"
@@ -377,71 +378,42 @@ HWY_INLINE void StorePacked4(VI a, VI b, VI c, VI d, uint8_t* out) {
 }
 
 /// Stores the kBits-bit integer codes of int32 values a..d plus zero points za..zd (each lane within
-/// ±255), saturated to [lo, hi], the output's range: packed in ONNX layout where kPacked, else one
-/// code per byte (a code buffer). x86 adds the zero points after the int16 pack with int16
-/// saturation (as StoreBytes4PlusZeroPoints) and clamps the 4·Lanes bytes at once, instead of each
-/// int32 vector; elsewhere the int32 lanes are clamped.
+/// ±255), saturated to the output's range: packed in ONNX layout where kPacked, else one code per
+/// byte (a code buffer). x86 saturates to bytes with the zero points added as StoreBytes4PlusZeroPoints
+/// does, then clamps the 4·Lanes bytes at once instead of each int32 vector (saturations and the
+/// clamp are monotone, so the codes are those of the int32 clamp); elsewhere the int32 lanes are
+/// clamped.
 template <int kBits, bool Signed, bool kPacked>
 HWY_INLINE void StoreNarrowCodes4PlusZeroPoints(VI a, VI b, VI c, VI d, VI za, VI zb, VI zc, VI zd, uint8_t* out) {
   CheckPackedWidth<kBits>();
   constexpr int kLo = Signed ? -(1 << (kBits - 1)) : 0;
   constexpr int kHi = Signed ? (1 << (kBits - 1)) - 1 : (1 << kBits) - 1;
   constexpr int kMask = (1 << kBits) - 1;
-#if HWY_TARGET == HWY_AVX2
-  const __m256i ab = _mm256_adds_epi16(_mm256_packs_epi32(a.raw, b.raw), _mm256_packs_epi32(za.raw, zb.raw));
-  const __m256i cd = _mm256_adds_epi16(_mm256_packs_epi32(c.raw, d.raw), _mm256_packs_epi32(zc.raw, zd.raw));
-  const __m256i clamped = Signed ? _mm256_min_epi8(_mm256_max_epi8(_mm256_packs_epi16(ab, cd), _mm256_set1_epi8(kLo)),
-                                                   _mm256_set1_epi8(kHi))
-                                 : _mm256_min_epu8(_mm256_packus_epi16(ab, cd), _mm256_set1_epi8(kHi));
-  const __m256i bytes = Signed ? _mm256_and_si256(clamped, _mm256_set1_epi8(kMask)) : clamped;
+#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX2 || HWY_TARGET == HWY_SSE4
+  using Byte = std::conditional_t<Signed, int8_t, uint8_t>;
+  const hn::Repartition<Byte, DI> d8;
+  const auto bytes = hn::BitCast(d8, PackedBytesPlusZeroPoints<Signed>(a, b, c, d, za, zb, zc, zd));
+  const auto clamped =
+      Signed ? hn::Min(hn::Max(bytes, hn::Set(d8, static_cast<Byte>(kLo))), hn::Set(d8, static_cast<Byte>(kHi)))
+             : hn::Min(bytes, hn::Set(d8, static_cast<Byte>(kHi)));
+  // Signed codes keep their low kBits bits (two's complement), as the packers expect.
+  const VI codes = hn::BitCast(DI(), Signed ? hn::And(clamped, hn::Set(d8, static_cast<Byte>(kMask))) : clamped);
   if constexpr (!kPacked) {
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out),
-                        _mm256_permutevar8x32_epi32(bytes, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7)));
+    StoreBytesInOrder(codes, out);
   } else if constexpr (kBits == 4) {
-    StoreNibbleBytes(bytes, out);
+    StoreNibbleBytes(codes.raw, out);
   } else {
-    StoreCrumbBytes(bytes, out);
-  }
-#elif HWY_TARGET == HWY_AVX3
-  const __m512i ab = _mm512_adds_epi16(_mm512_packs_epi32(a.raw, b.raw), _mm512_packs_epi32(za.raw, zb.raw));
-  const __m512i cd = _mm512_adds_epi16(_mm512_packs_epi32(c.raw, d.raw), _mm512_packs_epi32(zc.raw, zd.raw));
-  const __m512i clamped = Signed ? _mm512_min_epi8(_mm512_max_epi8(_mm512_packs_epi16(ab, cd), _mm512_set1_epi8(kLo)),
-                                                   _mm512_set1_epi8(kHi))
-                                 : _mm512_min_epu8(_mm512_packus_epi16(ab, cd), _mm512_set1_epi8(kHi));
-  const __m512i bytes = Signed ? _mm512_and_si512(clamped, _mm512_set1_epi8(kMask)) : clamped;
-  if constexpr (!kPacked) {
-    _mm512_storeu_si512(out, PackedBytesInOrder(bytes));
-  } else if constexpr (kBits == 4) {
-    StoreNibbleBytes(bytes, out);
-  } else {
-    StoreCrumbBytes(bytes, out);
-  }
-#elif HWY_TARGET == HWY_SSE4
-  const __m128i ab = _mm_adds_epi16(_mm_packs_epi32(a.raw, b.raw), _mm_packs_epi32(za.raw, zb.raw));
-  const __m128i cd = _mm_adds_epi16(_mm_packs_epi32(c.raw, d.raw), _mm_packs_epi32(zc.raw, zd.raw));
-  const __m128i clamped =
-      Signed ? _mm_min_epi8(_mm_max_epi8(_mm_packs_epi16(ab, cd), _mm_set1_epi8(kLo)), _mm_set1_epi8(kHi))
-             : _mm_min_epu8(_mm_packus_epi16(ab, cd), _mm_set1_epi8(kHi));
-  const __m128i bytes = Signed ? _mm_and_si128(clamped, _mm_set1_epi8(kMask)) : clamped;
-  if constexpr (!kPacked) {
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(out), bytes);
-  } else if constexpr (kBits == 4) {
-    StoreNibbleBytes(bytes, out);
-  } else {
-    StoreCrumbBytes(bytes, out);
+    StoreCrumbBytes(codes.raw, out);
   }
 #else
   const DI di;
-  const auto code = [&](VI v, VI z) {
-    return hn::And(hn::Min(hn::Max(hn::Add(v, z), hn::Set(di, kLo)), hn::Set(di, kHi)), hn::Set(di, kMask));
-  };
+  const auto clamp = [&](VI v, VI z) { return hn::Min(hn::Max(hn::Add(v, z), hn::Set(di, kLo)), hn::Set(di, kHi)); };
   if constexpr (kPacked) {
-    StorePacked4<kBits>(hn::Min(hn::Max(hn::Add(a, za), hn::Set(di, kLo)), hn::Set(di, kHi)),
-                        hn::Min(hn::Max(hn::Add(b, zb), hn::Set(di, kLo)), hn::Set(di, kHi)),
-                        hn::Min(hn::Max(hn::Add(c, zc), hn::Set(di, kLo)), hn::Set(di, kHi)),
-                        hn::Min(hn::Max(hn::Add(d, zd), hn::Set(di, kLo)), hn::Set(di, kHi)), out);
+    StorePacked4<kBits>(clamp(a, za), clamp(b, zb), clamp(c, zc), clamp(d, zd), out);
   } else {
-    StoreBytes4<false>(code(a, za), code(b, zb), code(c, zc), code(d, zd), out);
+    const VI mask = hn::Set(di, kMask);
+    StoreBytes4<false>(hn::And(clamp(a, za), mask), hn::And(clamp(b, zb), mask), hn::And(clamp(c, zc), mask),
+                       hn::And(clamp(d, zd), mask), out);
   }
 #endif
 }

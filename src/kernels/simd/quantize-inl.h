@@ -269,8 +269,9 @@ HWY_INLINE uint8_t* OutputAt(void* y, int64_t at) {
 }
 
 /// The output codes of one vector of quotients with the parameters of lanes [k, k + n): the output
-/// rule of Y, in int32 lanes. kSaturatedByStore: the 8/16-bit integer codes are left unsaturated for
-/// a whole-group store whose pack instructions saturate them.
+/// rule of Y, in int32 lanes. kSaturatedByStore: the 16-bit integer codes are left unsaturated for a
+/// whole-group store whose pack instructions saturate them (integer outputs of at most 8 bits take
+/// CodesBeforeZeroPoint in whole groups instead).
 template <T Y, bool kSaturatedByStore, class Params>
 HWY_INLINE VI OutputCodes(const QuantizeCall& c, bool saturate, VF q, const Params& params, int64_t k, size_t n) {
   const DI di;
@@ -308,7 +309,8 @@ HWY_INLINE void StoreGroup(VI c0, VI c1, VI c2, VI c3, uint8_t* out) {
 /// Stores the outputs of four vectors of rounded quotients, run elements [k, k + 4·Lanes), as
 /// StoreGroup does. The float8 types and FLOAT4E2M1 packed in registers store sign and magnitude
 /// apart (StoreSignedBytes4, StoreSignedNibbles4), which saves the shifts that would put each
-/// vector's sign bits in place.
+/// vector's sign bits in place; integer outputs of at most 8 bits add their zero points in the
+/// stores (StoreBytes4PlusZeroPoints, StoreNarrowCodes4PlusZeroPoints).
 template <T Y, bool kPackInRegisters, class Params>
 HWY_INLINE void StoreQuotientGroup(const QuantizeCall& c, bool saturate, VF q0, VF q1, VF q2, VF q3,
                                    const Params& params, int64_t k, uint8_t* out) {
