@@ -62,8 +62,9 @@ void quantize_linear(const QuantizeLinearAttributes& attributes, const TensorVie
                      const TensorView* y_zero_point, const MutableTensorView& y, const ExecutionOptions& options) {
   const detail::QuantizeCall call = detail::plan_quantize(attributes, x, y_scale, y_zero_point);
   detail::check_output(detail::OpName{"QuantizeLinear", call.version}, y, call.y_type, call.y_shape, call.y_bytes);
-  const detail::QuantizeKernel kernel = detail::select_quantize_kernel(
-      call, detail::resolve_force_scalar(options), std::max(call.y_bytes, options.whole_output_bytes));
+  const bool force_scalar = detail::resolve_force_scalar(options);
+  const detail::QuantizeKernel kernel =
+      detail::select_quantize_kernel(call, force_scalar, std::max(call.y_bytes, options.whole_output_bytes));
   // Blocks along an outer axis go tile by tile where the kernel shares a tile's reciprocals between
   // its rows. Where it divides (float8, whose check on the code lost in that order; integers with
   // 16-bit scales or division, the scalar kernel, a target that measured the division faster), tiles
@@ -71,8 +72,7 @@ void quantize_linear(const QuantizeLinearAttributes& attributes, const TensorVie
   // (docs/performance.md: 1.01-1.16x from rows of 32 Ki elements on, 0.88x at 4-8 Ki even at 64 Mi).
   const bool long_rows =
       (detail::is_quantized_integer(call.y_type) || detail::is_float8(call.y_type)) && call.plan.inner >= kLongRows;
-  const bool row_tiles =
-      long_rows || detail::quantize_shares_row_reciprocals(call, detail::resolve_force_scalar(options));
+  const bool row_tiles = long_rows || detail::quantize_shares_row_reciprocals(call, force_scalar);
   run_tasks(call, kernel, y.data, options, 2 * detail::bytes_moved(call.x_type, call.y_type, call.plan.elements),
             row_tiles);
 }

@@ -38,11 +38,12 @@ QuantizeKernel select_quantize_kernel(const QuantizeCall& call, bool force_scala
 
 bool quantize_shares_row_reciprocals(const QuantizeCall& call, bool force_scalar) {
 #if defined(QDQ_HAVE_SIMD)
-  if (!runs_vectorised(force_scalar)) return false;
-  const simd::QuotientRoute route =
-      simd::quotient_route(simd::best_target(), simd::reciprocal_kind(call.y_type, call.zero_point != nullptr));
-  return simd::shares_row_reciprocals(call.division_type, call.scale_type, call.y_type,
-                                      route == simd::QuotientRoute::kReciprocal);
+  // The types first: the route is measured at its first use, which other calls need not pay for.
+  if (!runs_vectorised(force_scalar) ||
+      !simd::shares_row_reciprocals(call.division_type, call.scale_type, call.y_type, true))
+    return false;
+  return simd::quotient_route(simd::best_target(), simd::reciprocal_kind(call.y_type, call.zero_point != nullptr)) ==
+         simd::QuotientRoute::kReciprocal;
 #else
   (void)call;
   (void)force_scalar;

@@ -26,7 +26,8 @@ namespace HWY_NAMESPACE {
 
 /// Each lane rounded to an int32 in the current rounding mode (nearest even unless the caller
 /// changed it, as for the division itself), for lanes known to lie within ±2^31: the bare
-/// conversion instruction, without the out-of-range fix-up of Highway's NearestInt.
+/// conversion instruction, without the out-of-range fix-up of Highway's NearestInt. (On x86 a NaN lane
+/// and one outside ±2^31 give INT32_MIN, the integer indefinite, which CodesBeforeZeroPoint uses.)
 HWY_INLINE VI NearestIntInRange(VF v) {
 #if HWY_TARGET == HWY_AVX3
   return VI{_mm512_cvtps_epi32(v.raw)};

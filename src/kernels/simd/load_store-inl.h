@@ -120,27 +120,38 @@ HWY_INLINE __m512i PackedBytesInOrder(__m512i bytes) {
 }
 #endif
 
+#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX2 || HWY_TARGET == HWY_SSE4
+/// x86: stores bytes in the order two levels of packs leave them (a 4k..4k+3, b 4k.., c 4k.., d
+/// 4k.. in 128-bit block k) in element order.
+HWY_INLINE void StoreBytesInOrder(VI bytes, uint8_t* out) {
+#if HWY_TARGET == HWY_AVX2
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(out),
+                      _mm256_permutevar8x32_epi32(bytes.raw, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7)));
+#elif HWY_TARGET == HWY_AVX3
+  _mm512_storeu_si512(out, PackedBytesInOrder(bytes.raw));
+#else
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(out), bytes.raw);
+#endif
+}
+#endif
+
 /// Stores 4·Lanes int32 values as bytes, saturated to int8 (Signed) or uint8.
 template <bool Signed>
 HWY_INLINE void StoreBytes4(VI a, VI b, VI c, VI d, uint8_t* out) {
-#if HWY_TARGET == HWY_AVX2
-  const __m256i ab = _mm256_packs_epi32(a.raw, b.raw);  // a0-3 b0-3 | a4-7 b4-7 (int16, saturated)
-  const __m256i cd = _mm256_packs_epi32(c.raw, d.raw);
-  const __m256i bytes =
-      Signed ? _mm256_packs_epi16(ab, cd) : _mm256_packus_epi16(ab, cd);  // a0-3 b0-3 c0-3 d0-3 | a4-7 ...
-  const __m256i ordered = _mm256_permutevar8x32_epi32(bytes, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
-  _mm256_storeu_si256(reinterpret_cast<__m256i*>(out), ordered);
-#elif HWY_TARGET == HWY_AVX3
   // Two levels of saturating packs leave a 4k..4k+3, b 4k.., c 4k.., d 4k.. in 128-bit block k; one
   // dword permute orders them: a quarter of the shuffles of four demotions.
+#if HWY_TARGET == HWY_AVX2
+  const __m256i ab = _mm256_packs_epi32(a.raw, b.raw);
+  const __m256i cd = _mm256_packs_epi32(c.raw, d.raw);
+  StoreBytesInOrder(VI{Signed ? _mm256_packs_epi16(ab, cd) : _mm256_packus_epi16(ab, cd)}, out);
+#elif HWY_TARGET == HWY_AVX3
   const __m512i ab = _mm512_packs_epi32(a.raw, b.raw);
   const __m512i cd = _mm512_packs_epi32(c.raw, d.raw);
-  const __m512i bytes = Signed ? _mm512_packs_epi16(ab, cd) : _mm512_packus_epi16(ab, cd);
-  _mm512_storeu_si512(out, PackedBytesInOrder(bytes));
+  StoreBytesInOrder(VI{Signed ? _mm512_packs_epi16(ab, cd) : _mm512_packus_epi16(ab, cd)}, out);
 #elif HWY_TARGET == HWY_SSE4
   const __m128i ab = _mm_packs_epi32(a.raw, b.raw);
   const __m128i cd = _mm_packs_epi32(c.raw, d.raw);
-  _mm_storeu_si128(reinterpret_cast<__m128i*>(out), Signed ? _mm_packs_epi16(ab, cd) : _mm_packus_epi16(ab, cd));
+  StoreBytesInOrder(VI{Signed ? _mm_packs_epi16(ab, cd) : _mm_packus_epi16(ab, cd)}, out);
 #else
   const DI di;
   const size_t lanes = hn::Lanes(di);
@@ -180,18 +191,6 @@ HWY_INLINE VI PackedBytesPlusZeroPoints(VI a, VI b, VI c, VI d, VI za, VI zb, VI
 #endif
 }
 
-/// x86: stores bytes in the order two levels of packs leave them (a 4k..4k+3, b 4k.., c 4k.., d
-/// 4k.. in 128-bit block k) in element order.
-HWY_INLINE void StoreBytesInOrder(VI bytes, uint8_t* out) {
-#if HWY_TARGET == HWY_AVX2
-  _mm256_storeu_si256(reinterpret_cast<__m256i*>(out),
-                      _mm256_permutevar8x32_epi32(bytes.raw, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7)));
-#elif HWY_TARGET == HWY_AVX3
-  _mm512_storeu_si512(out, PackedBytesInOrder(bytes.raw));
-#else
-  _mm_storeu_si128(reinterpret_cast<__m128i*>(out), bytes.raw);
-#endif
-}
 #endif
 
 /// Stores 4·Lanes int32 codes a..d plus their zero points za..zd (each lane within ±255) as bytes,

@@ -250,12 +250,8 @@ HWY_INLINE VF RoundQuotient(VF q) {
 /// INT32_MIN, which saturates to the output's minimum as the NaN rule and the lower clamp would (one
 /// clamp instead of two). Elsewhere UnsaturatedCodes' two clamps.
 HWY_INLINE VI CodesBeforeZeroPoint(VF q) {
-#if HWY_TARGET == HWY_AVX3
-  return VI{_mm512_cvtps_epi32(MinKeepingNaN(hn::Set(DF(), kCodeClamp), q).raw)};
-#elif HWY_TARGET == HWY_AVX2
-  return VI{_mm256_cvtps_epi32(MinKeepingNaN(hn::Set(DF(), kCodeClamp), q).raw)};
-#elif HWY_TARGET == HWY_SSE4
-  return VI{_mm_cvtps_epi32(MinKeepingNaN(hn::Set(DF(), kCodeClamp), q).raw)};
+#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX2 || HWY_TARGET == HWY_SSE4
+  return NearestIntInRange(MinKeepingNaN(hn::Set(DF(), kCodeClamp), q));
 #else
   return UnsaturatedCodes(q, hn::Zero(DI()));
 #endif
@@ -341,18 +337,19 @@ HWY_INLINE void StoreQuotientGroup(const QuantizeCall& c, bool saturate, VF q0, 
     const VI m2 = hn::BitCast(di, EncodeNarrowMagnitude<F>(q2, true));
     const VI m3 = hn::BitCast(di, EncodeNarrowMagnitude<F>(q3, true));
     StoreSignedNibbles4(m0, m1, m2, m3, q0, q1, q2, q3, out);
-  } else if constexpr (IsIntegerOut(Y) && OutBits(Y) == 8) {
-    // The zero points are added in the stores (StoreBytes4PlusZeroPoints), after one clamp.
-    StoreBytes4PlusZeroPoints<IsSignedOut(Y)>(
-        CodesBeforeZeroPoint(q0), CodesBeforeZeroPoint(q1), CodesBeforeZeroPoint(q2), CodesBeforeZeroPoint(q3),
-        params.ZeroPoint(k, full), params.ZeroPoint(k + lanes, full), params.ZeroPoint(k + 2 * lanes, full),
-        params.ZeroPoint(k + 3 * lanes, full), out);
-  } else if constexpr (IsIntegerOut(Y) && OutBits(Y) < 8) {
-    // As for 8 bits, and the output's range clamped on the bytes (StoreNarrowCodes4PlusZeroPoints).
-    StoreNarrowCodes4PlusZeroPoints<OutBits(Y), IsSignedOut(Y), kPackInRegisters>(
-        CodesBeforeZeroPoint(q0), CodesBeforeZeroPoint(q1), CodesBeforeZeroPoint(q2), CodesBeforeZeroPoint(q3),
-        params.ZeroPoint(k, full), params.ZeroPoint(k + lanes, full), params.ZeroPoint(k + 2 * lanes, full),
-        params.ZeroPoint(k + 3 * lanes, full), out);
+  } else if constexpr (IsIntegerOut(Y) && OutBits(Y) <= 8) {
+    // The zero points are added in the stores, after one clamp; 2/4-bit outputs clamp to their range
+    // on the bytes.
+    const VI c0 = CodesBeforeZeroPoint(q0), c1 = CodesBeforeZeroPoint(q1);
+    const VI c2 = CodesBeforeZeroPoint(q2), c3 = CodesBeforeZeroPoint(q3);
+    const VI z0 = params.ZeroPoint(k, full), z1 = params.ZeroPoint(k + lanes, full);
+    const VI z2 = params.ZeroPoint(k + 2 * lanes, full), z3 = params.ZeroPoint(k + 3 * lanes, full);
+    if constexpr (OutBits(Y) == 8) {
+      StoreBytes4PlusZeroPoints<IsSignedOut(Y)>(c0, c1, c2, c3, z0, z1, z2, z3, out);
+    } else {
+      StoreNarrowCodes4PlusZeroPoints<OutBits(Y), IsSignedOut(Y), kPackInRegisters>(c0, c1, c2, c3, z0, z1, z2, z3,
+                                                                                    out);
+    }
   } else {
     StoreGroup<Y, kPackInRegisters>(OutputCodes<Y, true>(c, saturate, q0, params, k, full),
                                     OutputCodes<Y, true>(c, saturate, q1, params, k + lanes, full),
