@@ -781,15 +781,27 @@ struct ChunkPlan {
   int64_t block = 1;
   uint64_t scale_row_elems = 0;  // elements of the scale per row of it
 
-  // x: the validated input; sub_byte_bits: the bits of the tensor packed or unpacked per chunk.
+  // x: the validated input; sub_byte_bits: the bits of the tensor packed or unpacked per chunk;
+  // threads: the threads the call may use.
   ChunkPlan(const qdq::TensorView& x, const qdq::TensorView& s, const qdq::TensorView* zp,
-            std::optional<int64_t> axis_attribute, std::optional<int64_t> block_size, int sub_byte_bits) {
-    // 256 Ki elements per chunk, one chunk per task: its packed bytes and codes (<= 384 KiB) stay in
-    // the L2 of the core that runs it.
+            std::optional<int64_t> axis_attribute, std::optional<int64_t> block_size, int sub_byte_bits, int threads) {
+    // At most 256 Ki elements per chunk, one chunk per task: its packed bytes and codes (<= 384 KiB)
+    // stay in the L2 of the core that runs it. With several threads, down to 32 Ki elements (the
+    // library's own task grain), so that a call of 64 Ki elements and more has a chunk per thread.
+    // Without that, the 8-bit kernel that this layer runs for a sub-byte type can stay on one thread,
+    // since its time alone is short, and this layer's pass over the codes always does; the library's
+    // sub-byte kernel for the same call, which `qdq bench` times, takes two (at 64 Ki on the 2-core
+    // Intel machine the Python call read 1.7-2.5x the library's there, against 1.2x on one thread).
     constexpr uint64_t kChunkElems = uint64_t{1} << 18;
+    constexpr uint64_t kMinChunkElems = uint64_t{1} << 15;
     const auto rank = static_cast<int64_t>(x.shape.size());
     const uint64_t count = qdq::element_count(x.shape);
-    if (rank == 0 || x.shape[0] < 2 || count < 2 * kChunkElems) return;
+    const uint64_t chunk_elems =
+        threads > 1
+            ? std::clamp<uint64_t>((count + static_cast<uint64_t>(threads) - 1) / static_cast<uint64_t>(threads),
+                                   kMinChunkElems, kChunkElems)
+            : kChunkElems;
+    if (rank == 0 || x.shape[0] < 2 || count < 2 * chunk_elems) return;
     rows = x.shape[0];
     row_elems = count / static_cast<uint64_t>(rows);
     int64_t axis = axis_attribute.value_or(1);
@@ -818,7 +830,7 @@ struct ChunkPlan {
       return static_cast<uint64_t>(k) * row_elems * static_cast<uint64_t>(sub_byte_bits) % 8 == 0 &&
              zp_rows * scale_row_elems * zp_bits % 8 == 0;
     };
-    int64_t k = std::max<int64_t>(1, static_cast<int64_t>(kChunkElems / row_elems));
+    int64_t k = std::max<int64_t>(1, static_cast<int64_t>(chunk_elems / row_elems));
     k = (k + block - 1) / block * block;
     for (int i = 0; i < 8 && !aligned(k); ++i) k += block;
     if (!aligned(k) || k >= rows) return;
@@ -983,7 +995,7 @@ Result quantize_as_byte_integers(const qdq::QuantizeLinearAttributes& attrs, con
   }
   const qdq::TensorView* zv = z8 ? &*z8 : nullptr;
   const uint64_t count = qdq::element_count(y.shape);
-  const ChunkPlan plan(xi.view, si.view, zv, attrs.axis, attrs.block_size, 8);
+  const ChunkPlan plan(xi.view, si.view, zv, attrs.axis, attrs.block_size, 8, qdq::default_num_threads());
   {
     const GilRelease gil(count >= kReleaseGilElements);
     if (plan.step == 0) {
@@ -1020,8 +1032,9 @@ Result quantize_linear_with(const qdq::QuantizeLinearAttributes& attrs, const py
   Output y(spec, out, packed);
   if (y.unpack && y.type != DataType::kFloat4E2M1) return quantize_as_byte_integers(attrs, xi, si, zi, y);
   if (zi) zi->pack_whole();
-  const ChunkPlan plan =
-      y.unpack ? ChunkPlan(xi.view, si.view, zv, attrs.axis, attrs.block_size, qdq::bit_width(y.type)) : ChunkPlan();
+  const ChunkPlan plan = y.unpack ? ChunkPlan(xi.view, si.view, zv, attrs.axis, attrs.block_size,
+                                              qdq::bit_width(y.type), qdq::default_num_threads())
+                                  : ChunkPlan();
   {
     const GilRelease gil(qdq::element_count(xi.shape) >= kReleaseGilElements);
     if (plan.step == 0) {
@@ -1058,7 +1071,7 @@ Result dequantize_linear_with(const qdq::DequantizeLinearAttributes& attrs, cons
   // Into the caller's out=, x is checked whole before anything is written; a new result may be
   // abandoned half-written when a later chunk holds a bad item, so x is checked chunk by chunk.
   const ChunkPlan plan = xi.items && out.is_none() ? ChunkPlan(xi.view, si.view, zv, attrs.axis, attrs.block_size,
-                                                               qdq::bit_width(xi.view.type))
+                                                               qdq::bit_width(xi.view.type), qdq::default_num_threads())
                                                    : ChunkPlan();
   if (plan.step == 0) {
     // Sub-byte integers given as 8-bit values (and their zero point likewise, or none) are the

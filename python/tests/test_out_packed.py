@@ -153,7 +153,8 @@ def _code_array(values, dtype):
 
 
 # Large enough for the binding to split a call into chunks of rows (>= 2 x 256 Ki elements, each
-# chunk a task on the library's threads), with shapes whose chunks need scale and zero-point slices, partial blocks and rows of an
+# chunk a task on the library's threads; with several threads from 64 Ki elements, a chunk per
+# thread), with shapes whose chunks need scale and zero-point slices, partial blocks and rows of an
 # odd length; the packed path (never split) is the reference.
 CHUNKED = [
     (((1 << 20) + 6,), {}, ()),                                # 1-D, per tensor
@@ -162,10 +163,16 @@ CHUNKED = [
     ((1000, 1051), {"axis": 0, "block_size": 32}, (32, 1051)),  # blocks of rows, the last one partial
     ((2000, 603), {"axis": 1, "block_size": 32}, (2000, 19)),  # blocks along rows (odd scale rows)
     ((350001, 3), {"axis": 1}, (3,)),                          # rows of 3 elements: chunks of even rows
+    # Split on several threads only: 64 Ki to 512 Ki elements.
+    (((1 << 16) + 6,), {}, ()),                                # 1-D, per tensor
+    ((301, 333), {"axis": 0}, (301,)),                         # per axis along the split dimension
+    ((250, 1051), {"axis": 0, "block_size": 32}, (8, 1051)),   # blocks of rows, the last one partial
+    ((150, 1003), {"axis": 1, "block_size": 32}, (150, 32)),   # blocks along rows (odd rows)
+    ((40001, 3), {"axis": 1}, (3,)),                           # rows of 3 elements
 ]
 
 
-@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("threads", [1, 2, 3])
 @pytest.mark.parametrize("dtype", ["int4", "uint4", "int2", "float4e2m1"])
 @pytest.mark.parametrize("shape,kw,scale_shape", CHUNKED)
 def test_calls_split_into_chunks_give_the_whole_calls_result(threads, dtype, shape, kw, scale_shape):
@@ -192,23 +199,24 @@ def test_calls_split_into_chunks_give_the_whole_calls_result(threads, dtype, sha
 
 
 @pytest.mark.parametrize("threads", [1, 2])
-def test_a_bad_item_in_a_later_chunk_is_named(threads):
+@pytest.mark.parametrize("n", [1 << 21, 1 << 17])  # chunks of 256 Ki elements; on 2 threads, of 64 Ki
+def test_a_bad_item_in_a_later_chunk_is_named(threads, n):
     # Two bad items in different chunks (tasks that may run in either order): the first is named.
     old = qdq.get_num_threads()
     qdq.set_num_threads(threads)
     try:
-        values = np.zeros(1 << 21, np.int8)
-        values[(1 << 20) + 3] = 9
-        values[(1 << 21) - 2] = -100
+        values = np.zeros(n, np.int8)
+        values[n // 2 + 3] = 9
+        values[n - 2] = -100
         bad = values.view(qdq.CodeArray)
         bad.qdq_dtype = "int4"
-        with pytest.raises(ValueError, match=f"element {(1 << 20) + 3} is 9"):
+        with pytest.raises(ValueError, match=f"element {n // 2 + 3} is 9"):
             qdq.dequantize_linear(bad, np.float32(1))
         out = np.full(values.shape, 7, np.float32)
-        with pytest.raises(ValueError, match=f"element {(1 << 20) + 3} is 9"):
+        with pytest.raises(ValueError, match=f"element {n // 2 + 3} is 9"):
             qdq.dequantize_linear(bad, np.float32(1), out=out)
         assert (out == 7).all()  # nothing written into out= on error
-        with pytest.raises(ValueError, match=f"element {(1 << 20) + 3} is 9"):
+        with pytest.raises(ValueError, match=f"element {n // 2 + 3} is 9"):
             qdq.pack(bad)
     finally:
         qdq.set_num_threads(old)

@@ -139,7 +139,10 @@ def test_the_library_call_can_be_timed_in_process():
 @pytest.mark.parametrize("dtype", sorted(INTEGER_SUB_BYTE))
 @pytest.mark.parametrize("shape,kw,scale_shape", [((1024, 1024), {"axis": 0, "block_size": 32}, (32, 1024)),
                                                   ((2048, 512), {"axis": 1, "block_size": 32}, (2048, 16)),
-                                                  ((1 << 20,), {}, ())])
+                                                  ((1 << 20,), {}, ()),
+                                                  # split on several threads only (64 Ki to 512 Ki elements)
+                                                  ((256, 512), {"axis": 0, "block_size": 32}, (8, 512)),
+                                                  ((3 << 16,), {}, ())])
 @pytest.mark.parametrize("threads", [1, 2])
 def test_large_calls_read_chunks_in_place_or_packed_like_the_packed_tensor(threads, dtype, shape, kw, scale_shape):
     # Large enough to be split into chunks (python/src/module.cpp, ChunkPlan), run as tasks.
