@@ -79,6 +79,12 @@ class PreparedCase {
   /// The streaming reference: reads bytes_in() bytes and writes bytes_out() bytes, vectorised, with
   /// normal or non-temporal stores.
   virtual void stream(bool non_temporal) = 0;
+  /// The reading reference: reads the bytes_in() bytes once more (whole multiples of 256 bytes), with
+  /// or without asking for lines ahead, for a case whose operator reads x twice.
+  virtual void read(bool prefetch) = 0;
+  /// How many times the operator reads x: 2 for DynamicQuantizeLinear, whose range pass reads all of
+  /// x before its quantize pass can start, else 1.
+  virtual int input_passes() const = 0;
   virtual uint64_t bytes_in() const = 0;
   virtual uint64_t bytes_out() const = 0;
 };

@@ -83,6 +83,38 @@ void StreamRange(const uint8_t* in, uint64_t in_bytes, uint8_t* out, uint64_t ou
   }
 }
 
+// Reading: XOR of every input vector (four accumulators), nothing stored, optionally with each
+// line asked for 1 KiB ahead into L1 and 4 KiB ahead into L2, as the kernels' loops ask for x's.
+
+template <bool kPrefetch>
+uint64_t ReadReduce(const uint8_t* HWY_RESTRICT in, size_t bytes) {
+  const hn::ScalableTag<uint64_t> d;
+  const size_t step = hn::Lanes(d) * 8;
+  auto a = hn::Zero(d), b = a, c = a, e = a;
+  for (size_t j = 0; j < bytes; j += 4 * step) {
+    if constexpr (kPrefetch) {
+      // Integer addresses: the requests run past the buffer's end, which pointers may not.
+      const uintptr_t at = reinterpret_cast<uintptr_t>(in) + j;
+      for (uintptr_t line = 0; line < 4 * step; line += 64) {
+        hwy::Prefetch(reinterpret_cast<const uint8_t*>(at + line + 1024));
+#if defined(__GNUC__) || defined(__clang__)
+        __builtin_prefetch(reinterpret_cast<const void*>(at + line + 4096), 0, 2);  // into L2 (prefetcht1)
+#endif
+      }
+    }
+    const auto* p = reinterpret_cast<const uint64_t*>(in + j);
+    a = hn::Xor(a, hn::Load(d, p));
+    b = hn::Xor(b, hn::Load(d, p + step / 8));
+    c = hn::Xor(c, hn::Load(d, p + 2 * step / 8));
+    e = hn::Xor(e, hn::Load(d, p + 3 * step / 8));
+  }
+  return hn::GetLane(hn::Xor(hn::Xor(a, b), hn::Xor(c, e)));
+}
+
+uint64_t ReadRange(const uint8_t* in, uint64_t bytes, bool prefetch) {
+  return prefetch ? ReadReduce<true>(in, bytes) : ReadReduce<false>(in, bytes);
+}
+
 void CeilingQuantizeInt8(const float* HWY_RESTRICT x, int8_t* HWY_RESTRICT y, int64_t n, float inverse_scale,
                          int32_t zero_point) {
   const hn::ScalableTag<float> df;
@@ -149,13 +181,14 @@ namespace {
 /// The loops of one Highway target.
 struct Loops {
   decltype(&HWY_STATIC_DISPATCH(StreamRange)) stream_range;
+  decltype(&HWY_STATIC_DISPATCH(ReadRange)) read_range;
   decltype(&HWY_STATIC_DISPATCH(CeilingQuantizeInt8)) ceiling_quantize_int8;
   decltype(&HWY_STATIC_DISPATCH(CeilingDequantizeUint8)) ceiling_dequantize_uint8;
   int64_t target;
 };
 
 #define QDQ_BENCH_LOOPS(N) \
-  Loops { &N::StreamRange, &N::CeilingQuantizeInt8, &N::CeilingDequantizeUint8, N::Target() }
+  Loops { &N::StreamRange, &N::ReadRange, &N::CeilingQuantizeInt8, &N::CeilingDequantizeUint8, N::Target() }
 
 /// The best compiled target this CPU runs, chosen here rather than by libhwy's dispatch so that
 /// the qdq CLI, which links the bench core, needs Highway's headers only, as the library does.
@@ -215,6 +248,10 @@ bool use_reference_target(const std::string& name) {
 
 void stream_range(const uint8_t* in, uint64_t in_bytes, uint8_t* out, uint64_t out_bytes, bool non_temporal) {
   loops().stream_range(in, in_bytes, out, out_bytes, non_temporal);
+}
+
+uint64_t read_range(const uint8_t* in, uint64_t bytes, bool prefetch) {
+  return loops().read_range(in, bytes, prefetch);
 }
 
 void ceiling_quantize_int8(const float* x, int8_t* y, int64_t n, float inverse_scale, int32_t zero_point) {

@@ -14,6 +14,11 @@ namespace qdq::bench {
 /// `non_temporal`. Allocates nothing; runs on the calling thread.
 void stream_range(const uint8_t* in, uint64_t in_bytes, uint8_t* out, uint64_t out_bytes, bool non_temporal);
 
+/// The reading reference: loads each of `bytes` bytes from `in` (a multiple of 4 vectors of the
+/// target, 64-byte aligned) once and returns their XOR folded to 64 bits, so the loads stay;
+/// `prefetch` asks for each line ahead as the kernels do. Allocates nothing; runs on the calling thread.
+uint64_t read_range(const uint8_t* in, uint64_t bytes, bool prefetch);
+
 /// The inexact quantize ceiling: y = saturate(NearestInt(x · inverse_scale) + zero_point) as int8
 /// for n elements (n a multiple of 64), multiplying by the reciprocal instead of dividing. Allocates
 /// nothing; runs on the calling thread.
