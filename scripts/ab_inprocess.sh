@@ -7,6 +7,7 @@
 #   e.g. git worktree add /tmp/before HEAD~1 && cmake -S /tmp/before -B /tmp/before/build -G Ninja \
 #          -DCMAKE_BUILD_TYPE=Release && ninja -C /tmp/before/build qdq qdq_bench_core
 #        scripts/ab_inprocess.sh /tmp/before/build build/release 'dequantize/int4->float32/blocked-last-32'
+#   QDQ_AB_TARGET=AVX2 runs both sides' kernels on that Highway target (as `qdq bench --target`).
 set -euo pipefail
 rounds=600
 size=65536
@@ -18,7 +19,7 @@ while [[ $# -gt 0 ]]; do
   esac
 done
 if [[ $# -lt 3 ]]; then
-  sed -n '2,9p' "$0" >&2
+  sed -n '2,10p' "$0" >&2
   exit 2
 fi
 root="$(cd "$(dirname "$0")/.." && pwd)"

@@ -2,6 +2,7 @@
 // cases, loaded beside the other side's by ab_driver so that both run in one process.
 #include <chrono>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -14,9 +15,13 @@ std::unique_ptr<qdq::bench::PreparedCase> prepared;
 
 /// Prepares the `qdq bench` case named `name` with about `elements` elements; returns the exact
 /// count, or 0 where no case has that name. A blocked case's name may end in another block size
-/// than the bench's (".../blocked-last-16" for ".../blocked-last-32"). Allocates the case's tensors;
-/// single-threaded.
+/// than the bench's (".../blocked-last-16" for ".../blocked-last-32"). QDQ_AB_TARGET, where set,
+/// names the Highway target the kernels run on (as `qdq bench --target`). Allocates the case's
+/// tensors; single-threaded.
 extern "C" int64_t qdq_ab_prepare(const char* name, int64_t elements) {
+  if (const char* target = std::getenv("QDQ_AB_TARGET"); target != nullptr && *target != '\0') {
+    qdq::set_simd_target(target);
+  }
   const std::string wanted = name;
   for (auto info : qdq::bench::all_cases()) {
     if (info.block_size > 0 && info.name != wanted) {

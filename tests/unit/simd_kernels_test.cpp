@@ -567,6 +567,28 @@ TEST_P(SimdKernelsTest, QuantizeEveryTypeCombinationAndGranularity) {
   expect_compared(1275);
 }
 
+/// 2/4-bit x in runs long enough for the unpacking at the target's full width (UnpackNibblesWide,
+/// UnpackCrumbsWide: 256 packed bytes and more), with and without the byte lookup (signed codes,
+/// and codes less a per-tensor zero point, take it), and the 128-bit and scalar rests after them:
+/// per tensor in one task and in many, blocked along the last axis and along axis 0.
+TEST_P(SimdKernelsTest, LongRunsOfPackedCodes) {
+  std::mt19937 rng(41);
+  int64_t calls = 0;
+  for (const T x : {T::kInt4, T::kUint4, T::kInt2, T::kUint2}) {
+    for (const bool zp : {false, true}) {
+      for (const int64_t n : {int64_t{4099}, int64_t{8192 + 52}}) {
+        check_dequantize(x, T::kFloat, T::kFloat, {n}, -1, 0, zp, rng, true);
+        ++calls;
+      }
+      check_dequantize(x, T::kFloat, T::kFloat16, {3, 5000}, -1, 0, zp, rng);
+      check_dequantize(x, T::kFloat, T::kFloat16, {6, 4096}, 1, 32, zp, rng, true);
+      check_dequantize(x, T::kFloat, T::kFloat, {64, 2048}, 0, 32, zp, rng, true);
+      calls += 3;
+    }
+  }
+  expect_compared(calls);
+}
+
 TEST_P(SimdKernelsTest, LargePerAxisAndBlocked) {
   std::mt19937 rng(3);
   for (T y : {T::kUint8, T::kInt8, T::kInt4, T::kUint4, T::kFloat8E4M3FN, T::kInt2}) {
