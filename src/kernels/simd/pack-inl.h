@@ -158,6 +158,40 @@ HWY_INLINE hn::Vec<hn::Full128<uint8_t>> CodeValueTable(uint8_t offset) {
 /// 256 codes blocked along axis 0, say) measured 0.95x with it on AVX2.
 constexpr int64_t kWideUnpackBytes = 256;
 
+#if HWY_TARGET == HWY_AVX3
+using WideBytes = __m512i;
+/// Quadwords of two vectors of 128-bit blocks a and b, block by block: a0 b0 a1 b1 (front), a2 b2 a3 b3 (back).
+HWY_INLINE __m512i InterleaveBlocksFront(__m512i a, __m512i b) {
+  return _mm512_permutex2var_epi64(a, _mm512_setr_epi64(0, 1, 8, 9, 2, 3, 10, 11), b);
+}
+HWY_INLINE __m512i InterleaveBlocksBack(__m512i a, __m512i b) {
+  return _mm512_permutex2var_epi64(a, _mm512_setr_epi64(4, 5, 12, 13, 6, 7, 14, 15), b);
+}
+#else
+using WideBytes = __m256i;
+#endif
+
+/// The kBits-bit codes of one WideBytes vector of packed bytes: c[k] holds bits [k·kBits, (k+1)·kBits)
+/// of each byte, through `table` where kLookup (UnpackWholeBytes' value_of).
+template <int kBits, bool kLookup>
+HWY_INLINE void WideCodes(const uint8_t* packed, __m128i table, WideBytes* c) {
+#if HWY_TARGET == HWY_AVX3
+  const __m512i v = _mm512_loadu_si512(packed);
+  const __m512i mask = _mm512_set1_epi8(static_cast<char>((1 << kBits) - 1));
+  for (int k = 0; k < 8 / kBits; ++k) {
+    c[k] = _mm512_and_si512(_mm512_srli_epi16(v, k * kBits), mask);
+    if constexpr (kLookup) c[k] = _mm512_shuffle_epi8(_mm512_broadcast_i32x4(table), c[k]);
+  }
+#else
+  const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(packed));
+  const __m256i mask = _mm256_set1_epi8(static_cast<char>((1 << kBits) - 1));
+  for (int k = 0; k < 8 / kBits; ++k) {
+    c[k] = _mm256_and_si256(_mm256_srli_epi16(v, k * kBits), mask);
+    if constexpr (kLookup) c[k] = _mm256_shuffle_epi8(_mm256_broadcastsi128_si256(table), c[k]);
+  }
+#endif
+}
+
 /// UnpackWholeBytes' 4-bit loop at the target's full width, over the whole vectors of `bytes`
 /// (kLookup: each code through `table`, as there): per 128-bit block the low and high nibbles
 /// interleaved as there, then each block's two halves put back in order, one permute per vector of
@@ -165,43 +199,23 @@ constexpr int64_t kWideUnpackBytes = 256;
 /// float16 dequantize in cache on the Intel Xeon.)
 template <bool kLookup>
 HWY_INLINE int64_t UnpackNibblesWide(const uint8_t* packed, int64_t bytes, uint8_t* codes, __m128i table) {
+  constexpr int64_t kStep = sizeof(WideBytes);
   int64_t b = 0;
+  for (; b + kStep <= bytes; b += kStep) {
+    WideBytes c[2];
+    WideCodes<4, kLookup>(packed + b, table, c);
 #if HWY_TARGET == HWY_AVX3
-  const __m512i mask = _mm512_set1_epi8(0x0F);
-  const __m512i tables = _mm512_broadcast_i32x4(table);
-  // Quadwords of the block-wise interleaves l and u (8 + k is u's k): l0 u0 l1 u1, then l2 u2 l3 u3.
-  const __m512i front = _mm512_setr_epi64(0, 1, 8, 9, 2, 3, 10, 11);
-  const __m512i back = _mm512_setr_epi64(4, 5, 12, 13, 6, 7, 14, 15);
-  for (; b + 64 <= bytes; b += 64) {
-    const __m512i v = _mm512_loadu_si512(packed + b);
-    __m512i lo = _mm512_and_si512(v, mask);
-    __m512i hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), mask);
-    if constexpr (kLookup) {
-      lo = _mm512_shuffle_epi8(tables, lo);
-      hi = _mm512_shuffle_epi8(tables, hi);
-    }
-    const __m512i l = _mm512_unpacklo_epi8(lo, hi);
-    const __m512i u = _mm512_unpackhi_epi8(lo, hi);
-    _mm512_storeu_si512(codes + 2 * b, _mm512_permutex2var_epi64(l, front, u));
-    _mm512_storeu_si512(codes + 2 * b + 64, _mm512_permutex2var_epi64(l, back, u));
-  }
+    const __m512i l = _mm512_unpacklo_epi8(c[0], c[1]);
+    const __m512i u = _mm512_unpackhi_epi8(c[0], c[1]);
+    _mm512_storeu_si512(codes + 2 * b, InterleaveBlocksFront(l, u));
+    _mm512_storeu_si512(codes + 2 * b + 64, InterleaveBlocksBack(l, u));
 #else
-  const __m256i mask = _mm256_set1_epi8(0x0F);
-  const __m256i tables = _mm256_broadcastsi128_si256(table);
-  for (; b + 32 <= bytes; b += 32) {
-    const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(packed + b));
-    __m256i lo = _mm256_and_si256(v, mask);
-    __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), mask);
-    if constexpr (kLookup) {
-      lo = _mm256_shuffle_epi8(tables, lo);
-      hi = _mm256_shuffle_epi8(tables, hi);
-    }
-    const __m256i l = _mm256_unpacklo_epi8(lo, hi);
-    const __m256i u = _mm256_unpackhi_epi8(lo, hi);
+    const __m256i l = _mm256_unpacklo_epi8(c[0], c[1]);
+    const __m256i u = _mm256_unpackhi_epi8(c[0], c[1]);
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(codes + 2 * b), _mm256_permute2x128_si256(l, u, 0x20));
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(codes + 2 * b + 32), _mm256_permute2x128_si256(l, u, 0x31));
-  }
 #endif
+  }
   return b;
 }
 
@@ -211,61 +225,37 @@ HWY_INLINE int64_t UnpackNibblesWide(const uint8_t* packed, int64_t bytes, uint8
 /// them in order. Returns the bytes done.
 template <bool kLookup>
 HWY_INLINE int64_t UnpackCrumbsWide(const uint8_t* packed, int64_t bytes, uint8_t* codes, __m128i table) {
+  constexpr int64_t kStep = sizeof(WideBytes);
   int64_t b = 0;
+  for (; b + kStep <= bytes; b += kStep) {
+    WideBytes c[4];
+    WideCodes<2, kLookup>(packed + b, table, c);
+    uint8_t* o = codes + 4 * b;
 #if HWY_TARGET == HWY_AVX3
-  const __m512i mask = _mm512_set1_epi8(0x03);
-  const __m512i tables = _mm512_broadcast_i32x4(table);
-  const __m512i front = _mm512_setr_epi64(0, 1, 8, 9, 2, 3, 10, 11);
-  const __m512i back = _mm512_setr_epi64(4, 5, 12, 13, 6, 7, 14, 15);
-  const auto value_of = [&](__m512i code) QDQ_INLINE_LAMBDA {
-    if constexpr (kLookup) return _mm512_shuffle_epi8(tables, code);
-    return code;
-  };
-  for (; b + 64 <= bytes; b += 64) {
-    const __m512i v = _mm512_loadu_si512(packed + b);
-    const __m512i c0 = value_of(_mm512_and_si512(v, mask));
-    const __m512i c1 = value_of(_mm512_and_si512(_mm512_srli_epi16(v, 2), mask));
-    const __m512i c2 = value_of(_mm512_and_si512(_mm512_srli_epi16(v, 4), mask));
-    const __m512i c3 = value_of(_mm512_and_si512(_mm512_srli_epi16(v, 6), mask));
-    const __m512i c01l = _mm512_unpacklo_epi8(c0, c1), c01u = _mm512_unpackhi_epi8(c0, c1);
-    const __m512i c23l = _mm512_unpacklo_epi8(c2, c3), c23u = _mm512_unpackhi_epi8(c2, c3);
+    const __m512i c01l = _mm512_unpacklo_epi8(c[0], c[1]), c01u = _mm512_unpackhi_epi8(c[0], c[1]);
+    const __m512i c23l = _mm512_unpacklo_epi8(c[2], c[3]), c23u = _mm512_unpackhi_epi8(c[2], c[3]);
     // q[k], block j: quarter k of block j's 64 codes.
     const __m512i q0 = _mm512_unpacklo_epi16(c01l, c23l), q1 = _mm512_unpackhi_epi16(c01l, c23l);
     const __m512i q2 = _mm512_unpacklo_epi16(c01u, c23u), q3 = _mm512_unpackhi_epi16(c01u, c23u);
-    const __m512i a = _mm512_permutex2var_epi64(q0, front, q1);  // q0.0 q1.0 q0.1 q1.1
-    const __m512i c = _mm512_permutex2var_epi64(q2, front, q3);  // q2.0 q3.0 q2.1 q3.1
-    const __m512i e = _mm512_permutex2var_epi64(q0, back, q1);   // q0.2 q1.2 q0.3 q1.3
-    const __m512i g = _mm512_permutex2var_epi64(q2, back, q3);   // q2.2 q3.2 q2.3 q3.3
-    uint8_t* o = codes + 4 * b;
-    _mm512_storeu_si512(o, _mm512_shuffle_i64x2(a, c, 0x44));       // a.0 a.1 c.0 c.1
-    _mm512_storeu_si512(o + 64, _mm512_shuffle_i64x2(a, c, 0xEE));  // a.2 a.3 c.2 c.3
-    _mm512_storeu_si512(o + 128, _mm512_shuffle_i64x2(e, g, 0x44));
-    _mm512_storeu_si512(o + 192, _mm512_shuffle_i64x2(e, g, 0xEE));
-  }
+    const __m512i a = InterleaveBlocksFront(q0, q1);                // q0.0 q1.0 q0.1 q1.1
+    const __m512i e = InterleaveBlocksFront(q2, q3);                // q2.0 q3.0 q2.1 q3.1
+    const __m512i f = InterleaveBlocksBack(q0, q1);                 // q0.2 q1.2 q0.3 q1.3
+    const __m512i g = InterleaveBlocksBack(q2, q3);                 // q2.2 q3.2 q2.3 q3.3
+    _mm512_storeu_si512(o, _mm512_shuffle_i64x2(a, e, 0x44));       // a.0 a.1 e.0 e.1
+    _mm512_storeu_si512(o + 64, _mm512_shuffle_i64x2(a, e, 0xEE));  // a.2 a.3 e.2 e.3
+    _mm512_storeu_si512(o + 128, _mm512_shuffle_i64x2(f, g, 0x44));
+    _mm512_storeu_si512(o + 192, _mm512_shuffle_i64x2(f, g, 0xEE));
 #else
-  const __m256i mask = _mm256_set1_epi8(0x03);
-  const __m256i tables = _mm256_broadcastsi128_si256(table);
-  const auto value_of = [&](__m256i code) QDQ_INLINE_LAMBDA {
-    if constexpr (kLookup) return _mm256_shuffle_epi8(tables, code);
-    return code;
-  };
-  for (; b + 32 <= bytes; b += 32) {
-    const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(packed + b));
-    const __m256i c0 = value_of(_mm256_and_si256(v, mask));
-    const __m256i c1 = value_of(_mm256_and_si256(_mm256_srli_epi16(v, 2), mask));
-    const __m256i c2 = value_of(_mm256_and_si256(_mm256_srli_epi16(v, 4), mask));
-    const __m256i c3 = value_of(_mm256_and_si256(_mm256_srli_epi16(v, 6), mask));
-    const __m256i c01l = _mm256_unpacklo_epi8(c0, c1), c01u = _mm256_unpackhi_epi8(c0, c1);
-    const __m256i c23l = _mm256_unpacklo_epi8(c2, c3), c23u = _mm256_unpackhi_epi8(c2, c3);
+    const __m256i c01l = _mm256_unpacklo_epi8(c[0], c[1]), c01u = _mm256_unpackhi_epi8(c[0], c[1]);
+    const __m256i c23l = _mm256_unpacklo_epi8(c[2], c[3]), c23u = _mm256_unpackhi_epi8(c[2], c[3]);
     const __m256i q0 = _mm256_unpacklo_epi16(c01l, c23l), q1 = _mm256_unpackhi_epi16(c01l, c23l);
     const __m256i q2 = _mm256_unpacklo_epi16(c01u, c23u), q3 = _mm256_unpackhi_epi16(c01u, c23u);
-    uint8_t* o = codes + 4 * b;
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(o), _mm256_permute2x128_si256(q0, q1, 0x20));
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(o + 32), _mm256_permute2x128_si256(q2, q3, 0x20));
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(o + 64), _mm256_permute2x128_si256(q0, q1, 0x31));
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(o + 96), _mm256_permute2x128_si256(q2, q3, 0x31));
-  }
 #endif
+  }
   return b;
 }
 #endif
