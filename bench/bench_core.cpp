@@ -138,8 +138,9 @@ void stream_bytes(const uint8_t* in, uint64_t in_bytes, uint8_t* out, uint64_t o
   });
 }
 
+/// The reading reference over the whole 256-byte units of `in`, split evenly between `threads`.
 void read_bytes(const uint8_t* in, uint64_t bytes, int threads, bool prefetch) {
-  constexpr uint64_t kUnit = 256;        // four 512-bit vectors: the loop's step on every target
+  constexpr uint64_t kUnit = 256;        // four 512-bit vectors: a multiple of the loop's step on every target
   static std::atomic<uint64_t> sink{0};  // keeps the loads
   split_units(bytes / kUnit, threads, [&](uint64_t u0, uint64_t u1) {
     sink.fetch_xor(read_range(in + u0 * kUnit, (u1 - u0) * kUnit, prefetch), std::memory_order_relaxed);
