@@ -567,10 +567,10 @@ TEST_P(SimdKernelsTest, QuantizeEveryTypeCombinationAndGranularity) {
   expect_compared(1275);
 }
 
-/// 2/4-bit x in runs long enough for the unpacking at the target's full width (UnpackNibblesWide,
-/// UnpackCrumbsWide: 256 packed bytes and more), with and without the byte lookup (signed codes,
-/// and codes less a per-tensor zero point, take it), and the 128-bit and scalar rests after them:
-/// per tensor in one task and in many, blocked along the last axis and along axis 0.
+/// 2/4-bit x in runs long enough for the unpacking at the target's full width (UnpackWholeBytesWide: 256 packed bytes
+/// and more), with and without the byte lookup (signed codes, and codes less a per-tensor zero point, take it), and the
+/// 128-bit and scalar rests after them: per tensor in one task and in many, blocked along the last axis and along axis
+/// 0.
 TEST_P(SimdKernelsTest, LongRunsOfPackedCodes) {
   std::mt19937 rng(41);
   int64_t calls = 0;

@@ -192,69 +192,58 @@ HWY_INLINE void WideCodes(const uint8_t* packed, __m128i table, WideBytes* c) {
 #endif
 }
 
-/// UnpackWholeBytes' 4-bit loop at the target's full width, over the whole vectors of `bytes`
-/// (kLookup: each code through `table`, as there): per 128-bit block the low and high nibbles
-/// interleaved as there, then each block's two halves put back in order, one permute per vector of
-/// codes. Returns the bytes done. (The 128-bit loop alone took about a third of a blocked int4 ->
-/// float16 dequantize in cache on the Intel Xeon.)
-template <bool kLookup>
-HWY_INLINE int64_t UnpackNibblesWide(const uint8_t* packed, int64_t bytes, uint8_t* codes, __m128i table) {
+/// UnpackWholeBytes' loop at the target's full width, over the whole vectors of `bytes` (kLookup:
+/// each code through `table`, as there): per 128-bit block the codes of each byte interleaved as
+/// there, then the blocks' parts put back in order: for 4-bit codes each block's two halves, one
+/// permute per vector of codes; for 2-bit codes a 4 x 4 transpose of the blocks' quarters (AVX2:
+/// 2 x 2, twice). Returns the bytes done. (The 128-bit loop alone took about a third of a blocked
+/// int4 -> float16 dequantize in cache on the Intel Xeon.)
+template <int kBits, bool kLookup>
+HWY_INLINE int64_t UnpackWholeBytesWide(const uint8_t* packed, int64_t bytes, uint8_t* codes, __m128i table) {
   constexpr int64_t kStep = sizeof(WideBytes);
   int64_t b = 0;
   for (; b + kStep <= bytes; b += kStep) {
-    WideBytes c[2];
-    WideCodes<4, kLookup>(packed + b, table, c);
+    WideBytes c[8 / kBits];
+    WideCodes<kBits, kLookup>(packed + b, table, c);
+    if constexpr (kBits == 4) {
 #if HWY_TARGET == HWY_AVX3
-    const __m512i l = _mm512_unpacklo_epi8(c[0], c[1]);
-    const __m512i u = _mm512_unpackhi_epi8(c[0], c[1]);
-    _mm512_storeu_si512(codes + 2 * b, InterleaveBlocksFront(l, u));
-    _mm512_storeu_si512(codes + 2 * b + 64, InterleaveBlocksBack(l, u));
+      const __m512i l = _mm512_unpacklo_epi8(c[0], c[1]);
+      const __m512i u = _mm512_unpackhi_epi8(c[0], c[1]);
+      _mm512_storeu_si512(codes + 2 * b, InterleaveBlocksFront(l, u));
+      _mm512_storeu_si512(codes + 2 * b + 64, InterleaveBlocksBack(l, u));
 #else
-    const __m256i l = _mm256_unpacklo_epi8(c[0], c[1]);
-    const __m256i u = _mm256_unpackhi_epi8(c[0], c[1]);
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(codes + 2 * b), _mm256_permute2x128_si256(l, u, 0x20));
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(codes + 2 * b + 32), _mm256_permute2x128_si256(l, u, 0x31));
+      const __m256i l = _mm256_unpacklo_epi8(c[0], c[1]);
+      const __m256i u = _mm256_unpackhi_epi8(c[0], c[1]);
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(codes + 2 * b), _mm256_permute2x128_si256(l, u, 0x20));
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(codes + 2 * b + 32), _mm256_permute2x128_si256(l, u, 0x31));
 #endif
-  }
-  return b;
-}
-
-/// UnpackWholeBytes' 2-bit loop at the target's full width, as UnpackNibblesWide: per 128-bit block
-/// the four codes of each byte interleaved as there, giving four vectors whose block j holds quarter
-/// 0, 1, 2 or 3 of block j's codes; a 4 x 4 transpose of the blocks (AVX2: 2 x 2, twice) puts
-/// them in order. Returns the bytes done.
-template <bool kLookup>
-HWY_INLINE int64_t UnpackCrumbsWide(const uint8_t* packed, int64_t bytes, uint8_t* codes, __m128i table) {
-  constexpr int64_t kStep = sizeof(WideBytes);
-  int64_t b = 0;
-  for (; b + kStep <= bytes; b += kStep) {
-    WideBytes c[4];
-    WideCodes<2, kLookup>(packed + b, table, c);
-    uint8_t* o = codes + 4 * b;
+    } else {
+      uint8_t* o = codes + 4 * b;
 #if HWY_TARGET == HWY_AVX3
-    const __m512i c01l = _mm512_unpacklo_epi8(c[0], c[1]), c01u = _mm512_unpackhi_epi8(c[0], c[1]);
-    const __m512i c23l = _mm512_unpacklo_epi8(c[2], c[3]), c23u = _mm512_unpackhi_epi8(c[2], c[3]);
-    // q[k], block j: quarter k of block j's 64 codes.
-    const __m512i q0 = _mm512_unpacklo_epi16(c01l, c23l), q1 = _mm512_unpackhi_epi16(c01l, c23l);
-    const __m512i q2 = _mm512_unpacklo_epi16(c01u, c23u), q3 = _mm512_unpackhi_epi16(c01u, c23u);
-    const __m512i a = InterleaveBlocksFront(q0, q1);                // q0.0 q1.0 q0.1 q1.1
-    const __m512i e = InterleaveBlocksFront(q2, q3);                // q2.0 q3.0 q2.1 q3.1
-    const __m512i f = InterleaveBlocksBack(q0, q1);                 // q0.2 q1.2 q0.3 q1.3
-    const __m512i g = InterleaveBlocksBack(q2, q3);                 // q2.2 q3.2 q2.3 q3.3
-    _mm512_storeu_si512(o, _mm512_shuffle_i64x2(a, e, 0x44));       // a.0 a.1 e.0 e.1
-    _mm512_storeu_si512(o + 64, _mm512_shuffle_i64x2(a, e, 0xEE));  // a.2 a.3 e.2 e.3
-    _mm512_storeu_si512(o + 128, _mm512_shuffle_i64x2(f, g, 0x44));
-    _mm512_storeu_si512(o + 192, _mm512_shuffle_i64x2(f, g, 0xEE));
+      const __m512i c01l = _mm512_unpacklo_epi8(c[0], c[1]), c01u = _mm512_unpackhi_epi8(c[0], c[1]);
+      const __m512i c23l = _mm512_unpacklo_epi8(c[2], c[3]), c23u = _mm512_unpackhi_epi8(c[2], c[3]);
+      // q[k], block j: quarter k of block j's 64 codes.
+      const __m512i q0 = _mm512_unpacklo_epi16(c01l, c23l), q1 = _mm512_unpackhi_epi16(c01l, c23l);
+      const __m512i q2 = _mm512_unpacklo_epi16(c01u, c23u), q3 = _mm512_unpackhi_epi16(c01u, c23u);
+      const __m512i a = InterleaveBlocksFront(q0, q1);                // q0.0 q1.0 q0.1 q1.1
+      const __m512i e = InterleaveBlocksFront(q2, q3);                // q2.0 q3.0 q2.1 q3.1
+      const __m512i f = InterleaveBlocksBack(q0, q1);                 // q0.2 q1.2 q0.3 q1.3
+      const __m512i g = InterleaveBlocksBack(q2, q3);                 // q2.2 q3.2 q2.3 q3.3
+      _mm512_storeu_si512(o, _mm512_shuffle_i64x2(a, e, 0x44));       // a.0 a.1 e.0 e.1
+      _mm512_storeu_si512(o + 64, _mm512_shuffle_i64x2(a, e, 0xEE));  // a.2 a.3 e.2 e.3
+      _mm512_storeu_si512(o + 128, _mm512_shuffle_i64x2(f, g, 0x44));
+      _mm512_storeu_si512(o + 192, _mm512_shuffle_i64x2(f, g, 0xEE));
 #else
-    const __m256i c01l = _mm256_unpacklo_epi8(c[0], c[1]), c01u = _mm256_unpackhi_epi8(c[0], c[1]);
-    const __m256i c23l = _mm256_unpacklo_epi8(c[2], c[3]), c23u = _mm256_unpackhi_epi8(c[2], c[3]);
-    const __m256i q0 = _mm256_unpacklo_epi16(c01l, c23l), q1 = _mm256_unpackhi_epi16(c01l, c23l);
-    const __m256i q2 = _mm256_unpacklo_epi16(c01u, c23u), q3 = _mm256_unpackhi_epi16(c01u, c23u);
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(o), _mm256_permute2x128_si256(q0, q1, 0x20));
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(o + 32), _mm256_permute2x128_si256(q2, q3, 0x20));
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(o + 64), _mm256_permute2x128_si256(q0, q1, 0x31));
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(o + 96), _mm256_permute2x128_si256(q2, q3, 0x31));
+      const __m256i c01l = _mm256_unpacklo_epi8(c[0], c[1]), c01u = _mm256_unpackhi_epi8(c[0], c[1]);
+      const __m256i c23l = _mm256_unpacklo_epi8(c[2], c[3]), c23u = _mm256_unpackhi_epi8(c[2], c[3]);
+      const __m256i q0 = _mm256_unpacklo_epi16(c01l, c23l), q1 = _mm256_unpackhi_epi16(c01l, c23l);
+      const __m256i q2 = _mm256_unpacklo_epi16(c01u, c23u), q3 = _mm256_unpackhi_epi16(c01u, c23u);
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(o), _mm256_permute2x128_si256(q0, q1, 0x20));
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(o + 32), _mm256_permute2x128_si256(q2, q3, 0x20));
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(o + 64), _mm256_permute2x128_si256(q0, q1, 0x31));
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(o + 96), _mm256_permute2x128_si256(q2, q3, 0x31));
 #endif
+    }
   }
   return b;
 }
@@ -275,11 +264,13 @@ HWY_INLINE void UnpackWholeBytes(const uint8_t* packed, int64_t bytes, uint8_t* 
     return code;
   };
   int64_t b = 0;
-  if constexpr (kBits == 4) {
 #if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX2
-    if (bytes >= kWideUnpackBytes)
-      b = UnpackNibblesWide < kSigned || kOffset > (packed, bytes, codes, CodeValueTable<kBits, kSigned>(offset).raw);
+  constexpr bool kLookup = kSigned || kOffset;  // value_of's lookup
+  if (bytes >= kWideUnpackBytes) {
+    b = UnpackWholeBytesWide<kBits, kLookup>(packed, bytes, codes, CodeValueTable<kBits, kSigned>(offset).raw);
+  }
 #endif
+  if constexpr (kBits == 4) {
     const auto mask = hn::Set(d8, 0x0F);
     for (; b + 16 <= bytes; b += 16) {
       const auto v = hn::LoadU(d8, packed + b);
@@ -289,10 +280,6 @@ HWY_INLINE void UnpackWholeBytes(const uint8_t* packed, int64_t bytes, uint8_t* 
       hn::StoreU(hn::InterleaveUpper(d8, lo, hi), d8, codes + 2 * b + 16);
     }
   } else {
-#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX2
-    if (bytes >= kWideUnpackBytes)
-      b = UnpackCrumbsWide < kSigned || kOffset > (packed, bytes, codes, CodeValueTable<kBits, kSigned>(offset).raw);
-#endif
     const hn::Full128<uint16_t> d16;
     const auto mask = hn::Set(d8, 0x03);
     for (; b + 16 <= bytes; b += 16) {
