@@ -281,7 +281,7 @@ Bytes float_bytes(T type, const std::vector<float>& values) {
 
 class Case final : public PreparedCase {
  public:
-  Case(const CaseInfo& info, int64_t elements) : info_(info) {
+  Case(const CaseInfo& info, int64_t elements, int offset) : info_(info), offset_(static_cast<size_t>(offset)) {
     layout_ = layout_for(info, elements);
     elements_ = element_count(layout_.shape);
     std::mt19937 rng(42);
@@ -321,16 +321,21 @@ class Case final : public PreparedCase {
       }
     }
     y_.assign(storage_bytes(info.y, static_cast<uint64_t>(elements_)), 0);
+    x_size_ = x_.size();
+    y_size_ = y_.size();
+    // The operator's x and y start offset_ bytes into a line (NumPy's arrays often start 16 bytes in).
+    x_.insert(x_.begin(), offset_, 0);
+    y_.insert(y_.begin(), offset_, 0);
   }
 
   int64_t elements() const { return elements_; }
 
   void run(const ExecutionOptions& options) override {
-    const TensorView x{info_.x, layout_.shape, x_.data(), x_.size()};
+    const TensorView x{info_.x, layout_.shape, x_.data() + offset_, x_size_};
     const TensorView s{scale_type_, layout_.scale_shape, scale_.data(), scale_.size()};
     const T zp_type = info_.op == "quantize" ? info_.y : info_.x;
     const TensorView zp{zp_type, layout_.scale_shape, zero_point_.data(), zero_point_.size()};
-    const MutableTensorView y{info_.y, layout_.shape, y_.data(), y_.size()};
+    const MutableTensorView y{info_.y, layout_.shape, y_.data() + offset_, y_size_};
     const TensorView* zpp = zero_point_.empty() ? nullptr : &zp;
     if (info_.op == "dynamic") {
       dynamic_quantize_linear(x, y, options);
@@ -349,13 +354,14 @@ class Case final : public PreparedCase {
     }
   }
 
+  // The references read and write as many bytes from the start of the buffers, on whole lines.
   void stream(bool non_temporal) override {
-    stream_bytes(x_.data(), x_.size(), y_.data(), y_.size(), stream_threads_, non_temporal);
+    stream_bytes(x_.data(), x_size_, y_.data(), y_size_, stream_threads_, non_temporal);
   }
-  void read(bool prefetch) override { read_bytes(x_.data(), x_.size(), stream_threads_, prefetch); }
+  void read(bool prefetch) override { read_bytes(x_.data(), x_size_, stream_threads_, prefetch); }
   int input_passes() const override { return info_.op == "dynamic" ? 2 : 1; }
-  uint64_t bytes_in() const override { return x_.size(); }
-  uint64_t bytes_out() const override { return y_.size(); }
+  uint64_t bytes_in() const override { return x_size_; }
+  uint64_t bytes_out() const override { return y_size_; }
   void set_stream_threads(int threads) { stream_threads_ = threads; }
 
  private:
@@ -364,6 +370,9 @@ class Case final : public PreparedCase {
   int64_t elements_ = 0;
   T scale_type_ = T::kFloat;
   Bytes x_, scale_, zero_point_, y_;
+  size_t offset_ = 0;  // x and y start this far into x_ and y_
+  size_t x_size_ = 0;
+  size_t y_size_ = 0;
   int stream_threads_ = 1;
 };
 
@@ -562,8 +571,10 @@ const std::vector<CaseInfo>& all_cases() {
   return cases;
 }
 
-std::unique_ptr<PreparedCase> prepare_case(const CaseInfo& info, int64_t elements, int64_t* actual_elements) {
-  auto c = std::make_unique<Case>(info, std::max<int64_t>(1024, elements / 1024 * 1024));
+std::unique_ptr<PreparedCase> prepare_case(const CaseInfo& info, int64_t elements, int64_t* actual_elements,
+                                           int offset) {
+  if (offset < 0 || offset > 63) throw Error("bench: the offset must be 0 to 63 bytes, got " + std::to_string(offset));
+  auto c = std::make_unique<Case>(info, std::max<int64_t>(1024, elements / 1024 * 1024), offset);
   if (actual_elements != nullptr) *actual_elements = c->elements();
   return c;
 }
@@ -581,7 +592,7 @@ std::vector<BenchResult> run_benchmarks(const BenchOptions& options,
   for (const CaseInfo& info : all_cases()) {
     if (!options.filter.empty() && info.name.find(options.filter) == std::string::npos) continue;
     int64_t elements = 0;
-    auto prepared = prepare_case(info, options.elements, &elements);
+    auto prepared = prepare_case(info, options.elements, &elements, options.offset);
     auto* c = static_cast<Case*>(prepared.get());
     c->set_stream_threads(threads);
     std::vector<bool> kernels;  // force_scalar per row
@@ -673,6 +684,7 @@ std::vector<BenchResult> run_benchmarks(const BenchOptions& options,
       if (quantize && scalar) r.routes = "division";
       r.stores = scalar ? "normal" : output_stores(c->bytes_out());
       r.load = options.load;
+      r.offset = options.offset;
       if (options.compare_one_thread) {
         r.one_thread_gelem_per_s = static_cast<double>(elements) / means[1] / 1e9;
         r.vs_one_thread = means[1] / means[0];
@@ -705,7 +717,7 @@ std::string to_json(const std::vector<BenchResult>& results) {
            ", \"vs_reference\": " + fixed(r.vs_reference, 3) +
            ", \"reference_target\": " + json_string(r.reference_target) + ", \"target\": " + json_string(r.target) +
            ", \"routes\": " + json_string(r.routes) + ", \"stores\": " + json_string(r.stores) +
-           ", \"load\": " + std::to_string(r.load) +
+           ", \"load\": " + std::to_string(r.load) + ", \"offset\": " + std::to_string(r.offset) +
            ", \"one_thread_gelem_per_s\": " + fixed(r.one_thread_gelem_per_s, 4) +
            ", \"vs_one_thread\": " + fixed(r.vs_one_thread, 3) +
            ", \"static_split_gelem_per_s\": " + fixed(r.static_split_gelem_per_s, 4) +

@@ -24,6 +24,7 @@ struct BenchOptions {
   bool compare_scalar = false;           // also time the scalar kernels, reported as extra rows
   bool compare_one_thread = false;       // also time each case on one thread, samples interleaved (means of 0.5 s each)
   int load = 0;                          // busy threads run beside the benchmark for its whole duration
+  int offset = 0;                        // x and y start this many bytes past a cache line (0-63)
   std::string target;                    // SIMD target of the kernels and references ("" = the best);
                                          // qdq::set_simd_target refuses one the CPU or build lacks
 };
@@ -61,6 +62,7 @@ struct BenchResult {
   // call's output bytes: QDQ_STREAM_STORES, or size and the library's one-time probe).
   std::string stores;
   int load = 0;                       // busy threads that ran beside it
+  int offset = 0;                     // bytes past a cache line where x and y started
   double one_thread_gelem_per_s = 0;  // the same case on one thread (compare_one_thread), else 0
   double vs_one_thread = 0;           // gelem_per_s / one_thread_gelem_per_s (compare_one_thread), else 0
   // compare_one_thread with more than one thread: the same tasks on the same number of threads with
@@ -107,8 +109,10 @@ constexpr uint64_t kInCacheBytes = uint64_t{2} << 20;
 const std::vector<CaseInfo>& all_cases();
 
 /// Allocates and fills the tensors of a case with about `elements` elements (the exact count is
-/// returned by elements()).
-std::unique_ptr<PreparedCase> prepare_case(const CaseInfo& info, int64_t elements, int64_t* actual_elements);
+/// returned by elements()), x and y starting `offset` bytes (0-63) past a cache line (the reference
+/// loops use line-aligned buffers of the same sizes).
+std::unique_ptr<PreparedCase> prepare_case(const CaseInfo& info, int64_t elements, int64_t* actual_elements,
+                                           int offset = 0);
 
 /// Runs the cases that match options.filter; `progress` (if set) gets each result as it is measured.
 std::vector<BenchResult> run_benchmarks(const BenchOptions& options,

@@ -7,7 +7,8 @@
 #   e.g. git worktree add /tmp/before HEAD~1 && cmake -S /tmp/before -B /tmp/before/build -G Ninja \
 #          -DCMAKE_BUILD_TYPE=Release && ninja -C /tmp/before/build qdq qdq_bench_core
 #        scripts/ab_inprocess.sh /tmp/before/build build/release 'dequantize/int4->float32/blocked-last-32'
-#   QDQ_AB_TARGET=AVX2 runs both sides' kernels on that Highway target (as `qdq bench --target`).
+#   QDQ_AB_TARGET=AVX2 runs both sides' kernels on that Highway target (as `qdq bench --target`), and
+#   QDQ_AB_OFFSET=16 starts x and y 16 bytes past a cache line (as `qdq bench --offset`).
 set -euo pipefail
 rounds=600
 size=65536

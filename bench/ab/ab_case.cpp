@@ -16,7 +16,8 @@ std::unique_ptr<qdq::bench::PreparedCase> prepared;
 /// Prepares the `qdq bench` case named `name` with about `elements` elements; returns the exact
 /// count, or 0 where no case has that name. A blocked case's name may end in another block size
 /// than the bench's (".../blocked-last-16" for ".../blocked-last-32"). QDQ_AB_TARGET, where set,
-/// names the Highway target the kernels run on (as `qdq bench --target`). Allocates the case's
+/// names the Highway target the kernels run on (as `qdq bench --target`), and QDQ_AB_OFFSET the
+/// bytes past a cache line where x and y start (as `qdq bench --offset`). Allocates the case's
 /// tensors; single-threaded.
 extern "C" int64_t qdq_ab_prepare(const char* name, int64_t elements) {
   if (const char* target = std::getenv("QDQ_AB_TARGET"); target != nullptr && *target != '\0') {
@@ -37,7 +38,8 @@ extern "C" int64_t qdq_ab_prepare(const char* name, int64_t elements) {
     }
     if (info.name != wanted) continue;
     int64_t actual = 0;
-    prepared = qdq::bench::prepare_case(info, elements, &actual);
+    const char* offset = std::getenv("QDQ_AB_OFFSET");
+    prepared = qdq::bench::prepare_case(info, elements, &actual, offset != nullptr ? std::atoi(offset) : 0);
     return actual;
   }
   return 0;

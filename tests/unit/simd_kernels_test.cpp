@@ -320,9 +320,11 @@ void SimdKernelsTest::expect_target_matches_scalar(const Call& call, int64_t n, 
     const bool stream = stores == StoreMode::kStream;
     const auto kernel = kernel_for(target_.bit, call, stores);
     ASSERT_NE(kernel, nullptr) << "no vectorised kernel on " << target_.name << " for " << what;
-    // Whole elements for 8-bit and wider y (its stores may assume the element's alignment).
+    // y at every whole-element offset into a line in turn (the loops put their stores on whole
+    // vectors, and streaming on whole lines, from wherever y starts): whole elements for 8-bit and
+    // wider y, whose stores may assume the element's alignment.
     const size_t element = static_cast<size_t>(std::max(1, bit_width(call.y_type) / 8));
-    const size_t shift = stream ? element * (1 + static_cast<size_t>(compared_) % (64 / element - 1)) : 0;
+    const size_t shift = element * ((stream ? 1 : 0) + static_cast<size_t>(compared_) % (64 / element - 1));
     std::vector<uint8_t> buffer(call.y_bytes + 128, 0xA5);
     uint8_t* const line = buffer.data() + (64 - reinterpret_cast<uintptr_t>(buffer.data()) % 64) % 64;
     uint8_t* const y = line + shift;
@@ -331,8 +333,8 @@ void SimdKernelsTest::expect_target_matches_scalar(const Call& call, int64_t n, 
     ++compared_;
     const std::vector<uint8_t> got(y, y + call.y_bytes);
     const int64_t at = first_difference(got, expected);
-    ASSERT_EQ(at, -1) << target_.name << " " << what << (stream ? " (non-temporal stores, y at line + " : "")
-                      << (stream ? std::to_string(shift) + ")" : "") << ": at byte " << at << " got "
+    ASSERT_EQ(at, -1) << target_.name << " " << what << (stream ? " (non-temporal stores" : " (normal stores")
+                      << ", y at line + " << shift << "): at byte " << at << " got "
                       << (at >= 0 && static_cast<size_t>(at) < got.size() ? int{got[static_cast<size_t>(at)]} : -1)
                       << " expected "
                       << (at >= 0 && static_cast<size_t>(at) < expected.size() ? int{expected[static_cast<size_t>(at)]}

@@ -1,10 +1,11 @@
 // `qdq bench [--json] [--size ELEMENTS] [--filter TEXT] [--repeats N] [--compare-scalar]
-// [--compare-one-thread] [--load N] [--target NAME]`: time the QuantizeLinear/DequantizeLinear kernels on qdq's
-// benchmark cases (bench/bench_core.hpp), each next to the machine's limits measured in the same run:
-// a streaming loop over the same bytes (the better of normal and non-temporal stores) and, in cache,
-// a ceiling loop (inexact multiply-by-reciprocal quantize, convert + fma dequantize). Threads come from the global
+// [--compare-one-thread] [--load N] [--target NAME] [--offset BYTES]`: time the QuantizeLinear/DequantizeLinear kernels
+// on qdq's benchmark cases (bench/bench_core.hpp), each next to the machine's limits measured in the same run: a
+// streaming loop over the same bytes (the better of normal and non-temporal stores) and, in cache, a ceiling loop
+// (inexact multiply-by-reciprocal quantize, convert + fma dequantize). Threads come from the global
 // --threads option (default here: 1); --force-scalar times the scalar reference kernels; --load N keeps N busy threads
-// running beside it throughout; --target runs another SIMD target's kernels (and references).
+// running beside it throughout; --target runs another SIMD target's kernels (and references); --offset puts x and y
+// that many bytes past a cache line, as a caller's buffers may be (NumPy's often start 16 bytes in).
 #include <memory>
 #include <string>
 
@@ -23,6 +24,7 @@ Command register_bench(CLI::App& app, const GlobalOptions& globals) {
     bool compare_one_thread = false;
     int load = 0;
     std::string target;
+    int offset = 0;
   };
   auto args = std::make_shared<Arguments>();
   CLI::App* sub = app.add_subcommand(
@@ -42,6 +44,9 @@ Command register_bench(CLI::App& app, const GlobalOptions& globals) {
   sub->add_option("--target", args->target,
                   "Run the SIMD kernels and references of this Highway target (AVX3, AVX2, SSE4, ...; default: the "
                   "best this CPU runs); an error where the CPU or the build lacks it");
+  sub->add_option("--offset", args->offset,
+                  "Start x and y this many bytes past a cache line (default 0), as a caller's buffers may")
+      ->check(CLI::Range(0, 63));
   Command command;
   command.app = sub;
   command.run = [args, &globals]() {
@@ -55,6 +60,7 @@ Command register_bench(CLI::App& app, const GlobalOptions& globals) {
     options.compare_one_thread = args->compare_one_thread;
     options.load = args->load;
     options.target = args->target;
+    options.offset = args->offset;
     set_simd_target(options.target);  // refused before any output where the CPU or the build lacks it
     if (args->json) {
       print_line(bench::to_json(bench::run_benchmarks(options)));

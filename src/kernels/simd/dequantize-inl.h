@@ -126,11 +126,14 @@ HWY_INLINE void StoreY(VF v, void* y, int64_t index, size_t n) {
 /// float_zero_point(i, n) give the parameters of the n-lane vector at i: a register for a run with
 /// one scale, loads for expanded parameters or parameters read in place. kFactorInScale: the scales
 /// are multiplied by the decode's factor already (kDecodeFactor; float8 x only), so the decode
-/// leaves it out. kVectorsPerBlock (1, 2 or 4): each step's four vectors (from element 0) share
-/// their parameters in aligned groups of that many (blocks of two vectors, or of four or more), so
-/// each group loads them once.
+/// leaves it out. kVectorsPerBlock (1, 2 or 4): the parameters are a block's, broadcast, and each
+/// step's four vectors (from element 0) share them in aligned groups of that many (blocks of one or
+/// two vectors, or of four or more), so each group loads them once; 0: the parameters of a vector
+/// at any element are its own, so vectors may start anywhere (see the tail below). kAlignStores:
+/// the parameters are registers (one scale for the run), so a float32 y's stores may be put on whole
+/// vectors by moving the run on (see the head below).
 template <T X, T Y, class Scale, class ZeroPoint, class FloatZeroPoint, bool kFactorInScale = false,
-          int kVectorsPerBlock = 1>
+          int kVectorsPerBlock = 0, bool kAlignStores = false>
 HWY_INLINE void DequantizeLoop(const DequantizeCall& c, const void* src, int64_t src_index, int64_t first,
                                int64_t count, void* y, Scale&& scale, ZeroPoint&& zero_point,
                                FloatZeroPoint&& float_zero_point) {
@@ -152,9 +155,28 @@ HWY_INLINE void DequantizeLoop(const DequantizeCall& c, const void* src, int64_t
   // Four whole vectors per iteration, no partial vectors and no per-iteration branches.
   const size_t full = static_cast<size_t>(lanes);
   // The element whose parameters vector v of the step at i uses.
-  static_assert(kVectorsPerBlock == 1 || kVectorsPerBlock == 2 || kVectorsPerBlock == 4);
-  const auto param_at = [&](int64_t i, int64_t v)
-                            QDQ_INLINE_LAMBDA { return i + v / kVectorsPerBlock * kVectorsPerBlock * lanes; };
+  static_assert(kVectorsPerBlock == 0 || kVectorsPerBlock == 1 || kVectorsPerBlock == 2 || kVectorsPerBlock == 4);
+  constexpr int64_t kGroup = kVectorsPerBlock == 0 ? 1 : kVectorsPerBlock;
+  const auto param_at = [&](int64_t i, int64_t v) QDQ_INLINE_LAMBDA { return i + v / kGroup * kGroup * lanes; };
+  if constexpr (Y == T::kFloat && kVectorsPerBlock == 0 && kAlignStores) {
+    // A float32 y that does not start on a vector (NumPy's arrays start 16 bytes into a line as
+    // often as not) has every store cross a cache line: 1.36x the time of the same call in cache on
+    // the Intel Xeon. One whole vector at element 0, then the run from the first element on a
+    // vector boundary, which rewrites the overlap with the same values. The run is moved on rather
+    // than the loop started at another element (which took float8 x 5 % slower with y aligned). A
+    // partial vector there, through a buffer, cost more than it saved on runs of 1024; where the
+    // parameters are loaded per vector, their loads would cross lines instead (0.93x with runs of
+    // 256 along an outer axis), hence registers only.
+    const auto at = reinterpret_cast<uintptr_t>(static_cast<float*>(y) + first);
+    const auto vector_bytes = static_cast<uintptr_t>(lanes) * sizeof(float);
+    const auto head = static_cast<int64_t>((vector_bytes - at % vector_bytes) % vector_bytes / sizeof(float));
+    if (at % sizeof(float) == 0 && head != 0 && head + 4 * lanes <= count) {
+      StoreY<Y>(hn::Mul(value(0, full), scale(0, full)), y, first, full);
+      src_index += head;
+      first += head;
+      count -= head;
+    }
+  }
   // Out of cache x's lines are asked for ahead (PrefetchAhead), as in the quantize loop: without,
   // 16-bit outputs stream at 0.6 of the machine's rate (their stores are half of float32's, so the
   // loads' latency shows). Sub-byte x comes from a buffer in cache (so does the int8 form of 2/4-bit
@@ -179,9 +201,8 @@ HWY_INLINE void DequantizeLoop(const DequantizeCall& c, const void* src, int64_t
     }
     // Vector v's scale: loaded where it is used (as the loop did before groups shared them) when v
     // starts a group, else the group's.
-    const auto scale_of = [&](int64_t v, VF group) QDQ_INLINE_LAMBDA {
-      return v % kVectorsPerBlock == 0 ? scale(i + v * lanes, full) : group;
-    };
+    const auto scale_of = [&](int64_t v, VF group)
+                              QDQ_INLINE_LAMBDA { return v % kGroup == 0 ? scale(i + v * lanes, full) : group; };
     const VF s0 = scale(i, full);
     if constexpr (Y == T::kBFloat16) {
       // Two vectors of codes per store.
@@ -197,10 +218,15 @@ HWY_INLINE void DequantizeLoop(const DequantizeCall& c, const void* src, int64_t
       StoreY<Y>(hn::Mul(d3, scale_of(3, s2)), y, first + i + 3 * lanes, full);
     }
   }
-  for (; i < count; i += lanes) {
-    const size_t n = static_cast<size_t>(std::min(lanes, count - i));
-    StoreY<Y>(hn::Mul(value(i, n), scale(i, n)), y, first + i, n);
+  for (; i + lanes <= count; i += lanes) StoreY<Y>(hn::Mul(value(i, full), scale(i, full)), y, first + i, full);
+  if (i == count) return;
+  if (kVectorsPerBlock == 0 && count >= lanes) {
+    // The last whole vector, overlapping the one before: a partial vector goes through a buffer.
+    StoreY<Y>(hn::Mul(value(count - lanes, full), scale(count - lanes, full)), y, first + count - lanes, full);
+    return;
   }
+  const size_t n = static_cast<size_t>(count - i);
+  StoreY<Y>(hn::Mul(value(i, n), scale(i, n)), y, first + i, n);
 }
 
 /// DequantizeLoop with one scale and zero point in registers.
@@ -219,14 +245,15 @@ HWY_INLINE void DequantizeRunWith(const DequantizeCall& c, const void* src, int6
       const float s = hn::GetLane(scale);
       if (!std::isfinite(s) || std::isfinite(s * kFactor)) {
         const auto same_scale = [&](int64_t, size_t) QDQ_INLINE_LAMBDA { return folded; };
-        DequantizeLoop<X, Y, decltype(same_scale)&, decltype(same_zp)&, decltype(same_zpf)&, true>(
+        DequantizeLoop<X, Y, decltype(same_scale)&, decltype(same_zp)&, decltype(same_zpf)&, true, 0, true>(
             c, src, src_index, first, count, y, same_scale, same_zp, same_zpf);
         return;
       }
     }
   }
-  DequantizeLoop<X, Y>(
-      c, src, src_index, first, count, y, [&](int64_t, size_t) QDQ_INLINE_LAMBDA { return scale; }, same_zp, same_zpf);
+  const auto same_scale = [&](int64_t, size_t) QDQ_INLINE_LAMBDA { return scale; };
+  DequantizeLoop<X, Y, decltype(same_scale)&, decltype(same_zp)&, decltype(same_zpf)&, false, 0, true>(
+      c, src, src_index, first, count, y, same_scale, same_zp, same_zpf);
 }
 
 /// DequantizeRunWith for a run whose scale and zero point are parameter `param`.
@@ -300,11 +327,12 @@ HWY_INLINE void DequantizeExpanded(const DequantizeCall& c, const void* src, int
                                    int64_t count, const ExpandedParams& e, void* y) {
   const DF df;
   const DI di;
+  // Unaligned loads: the loop's first and last vectors may start anywhere (DequantizeLoop).
   DequantizeLoop<X, Y>(
       c, src, src_index, first, count, y,
-      [&](int64_t k, size_t) QDQ_INLINE_LAMBDA { return hn::Load(df, e.scale + k); },
-      [&](int64_t k, size_t) QDQ_INLINE_LAMBDA { return hn::Load(di, e.zero_point + k); },
-      [&](int64_t k, size_t) QDQ_INLINE_LAMBDA { return hn::Load(df, e.float_zero_point + k); });
+      [&](int64_t k, size_t) QDQ_INLINE_LAMBDA { return hn::LoadU(df, e.scale + k); },
+      [&](int64_t k, size_t) QDQ_INLINE_LAMBDA { return hn::LoadU(di, e.zero_point + k); },
+      [&](int64_t k, size_t) QDQ_INLINE_LAMBDA { return hn::LoadU(df, e.float_zero_point + k); });
 }
 
 /// Dequantizes elements [first, first + count) of one segment whose parameters step by one through
@@ -717,11 +745,18 @@ HWY_NOINLINE void DequantizeVectorBlocks(const DequantizeCall& c, void* y, int64
   constexpr int kBits = InBits(X);
   HWY_ALIGN uint8_t codes[kBits < 8 ? kChunk : 1];
   HWY_ALIGN VectorBlockParams params;
-  HWY_ALIGN uint8_t stage[kChunk * kOutputBytesPer<Y>];  // streaming: a piece's bytes of y
+  HWY_ALIGN uint8_t stage[kChunk * kOutputBytesPer<Y>];  // streaming or staged: a piece's bytes of y
   params.shift = shift;
   int vector_shift = 0;  // log2 of the lanes of a vector
   while ((int64_t{1} << vector_shift) < static_cast<int64_t>(hn::Lanes(DF()))) ++vector_shift;
-  const int64_t span = VectorBlockParams::PieceSpan(shift, stream || kBits < 8);
+  // A float32 y off a line boundary has every 64-byte store cross a cache line (1.6x the time in
+  // cache on the Intel Xeon): the pieces, which start on blocks of whole vectors and so on the same
+  // offset, are written to the stage and copied (memcpy stores on whole vectors), as for streaming.
+  // (32-byte vectors cross a line at most every other store: staged, AVX2 read 0.72-0.85x.)
+  const auto vector_bytes = static_cast<uintptr_t>(hn::Lanes(DF()) * sizeof(float));
+  const bool staged = Y == T::kFloat && !stream && vector_bytes >= kCacheLine &&
+                      reinterpret_cast<uintptr_t>(OutputAt<Y>(y, begin)) % vector_bytes != 0;
+  const int64_t span = VectorBlockParams::PieceSpan(shift, stream || staged || kBits < 8);
   for (int64_t piece = begin; piece < end; piece += span) {
     const int64_t count = std::min(span, end - piece);
     LoadDequantizeParams<X, Y>(c, piece >> shift, count >> shift, params.scale, params.zero_point,
@@ -736,14 +771,14 @@ HWY_NOINLINE void DequantizeVectorBlocks(const DequantizeCall& c, void* y, int64
       src = codes;
       src_index = 0;
     }
-    const PieceOutput staged(stage, stream, OutputAt<Y>(y, piece));
+    const PieceOutput output(stage, stream, OutputAt<Y>(y, piece), staged);
     const auto scale = [&](int64_t k, size_t n) QDQ_INLINE_LAMBDA { return params.Scale(k, n); };
     const auto zero_point = [&](int64_t k, size_t n) QDQ_INLINE_LAMBDA { return params.ZeroPoint(k, n); };
     const auto float_zero_point = [&](int64_t k, size_t n) QDQ_INLINE_LAMBDA { return params.FloatZeroPoint(k, n); };
     const auto loop = [&](auto factor_in_scale, auto vectors_per_block) QDQ_INLINE_LAMBDA {
       DequantizeLoop<X, Y, decltype(scale)&, decltype(zero_point)&, decltype(float_zero_point)&,
                      decltype(factor_in_scale)::value, decltype(vectors_per_block)::value>(
-          c, src, src_index, 0, count, staged.Out(), scale, zero_point, float_zero_point);
+          c, src, src_index, 0, count, output.Out(), scale, zero_point, float_zero_point);
     };
     // Pieces start on a block, so the loop's aligned groups of two vectors lie in one block of two
     // vectors or more, and its steps of four in one of four or more.
@@ -766,7 +801,7 @@ HWY_NOINLINE void DequantizeVectorBlocks(const DequantizeCall& c, void* y, int64
     } else {
       with_groups(std::false_type());
     }
-    staged.Finish(static_cast<size_t>(count * kOutputBytesPer<Y>));
+    output.Finish(static_cast<size_t>(count * kOutputBytesPer<Y>));
   }
 }
 

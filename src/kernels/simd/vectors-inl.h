@@ -118,15 +118,21 @@ HWY_INLINE void StreamBytes(const uint8_t* src, size_t n, uint8_t* dst) {
 }
 
 /// Where a path writes the output bytes of one chunk or piece that belong in y at `dst`: at Out(),
-/// which is dst itself or, streaming, the caller's stage (vector-aligned, room for the piece); then
-/// Finish(bytes) copies the staged bytes to dst with StreamBytes (a no-op for normal stores). Not for
-/// QuantizeUniformBlocks, whose stage gathers the runs of several blocks before it is copied.
+/// which is dst itself or, streaming or `staged`, the caller's stage (vector-aligned, room for the
+/// piece); then Finish(bytes) copies the staged bytes to dst, with StreamBytes or memcpy (a no-op
+/// where Out() is dst). Not for QuantizeUniformBlocks, whose stage gathers the runs of several
+/// blocks before it is copied.
 class PieceOutput {
  public:
-  PieceOutput(uint8_t* stage, bool stream, uint8_t* dst) : out_(stream ? stage : dst), dst_(dst), stream_(stream) {}
+  PieceOutput(uint8_t* stage, bool stream, uint8_t* dst, bool staged = false)
+      : out_(stream || staged ? stage : dst), dst_(dst), stream_(stream) {}
   uint8_t* Out() const { return out_; }
   void Finish(size_t bytes) const {
-    if (stream_) StreamBytes(out_, bytes, dst_);
+    if (stream_) {
+      StreamBytes(out_, bytes, dst_);
+    } else if (out_ != dst_) {
+      std::memcpy(dst_, out_, bytes);
+    }
   }
 
  private:
