@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -440,10 +441,53 @@ void TestStreamBytesEveryAlignment() {
       std::fill(buffer.begin(), buffer.end(), uint8_t{0xA5});
       uint8_t* const dst = line + shift;
       StreamBytes(src.data(), n, dst);
+      FlushStreamCarry();
       hwy::FlushStream();
       ASSERT_EQ(std::memcmp(dst, src.data(), n), 0) << "shift " << shift << " n " << n;
       for (uint8_t* p = buffer.data(); p < buffer.data() + buffer.size(); ++p) {
         if (p < dst || p >= dst + n) ASSERT_EQ(*p, 0xA5) << "shift " << shift << " n " << n << " wrote outside";
+      }
+    }
+  }
+}
+
+/// StreamBytes over a run of pieces, as a task's chunks call it: each piece's last partial line is
+/// held back and completed by the next piece where it starts where the last one ended, or written
+/// out where it does not (a piece elsewhere, then one back in the run), and FlushStreamCarry writes
+/// the rest. Every start in a line, pieces of 0 to 3 lines and 40 bytes, some of them elsewhere.
+void TestStreamBytesInPieces() {
+  constexpr size_t kMax = 9 * kCacheLine + 5;
+  std::vector<uint8_t> src(kMax);
+  for (size_t i = 0; i < kMax; ++i) src[i] = static_cast<uint8_t>(i * 13 + 5);
+  std::vector<uint8_t> buffer(2 * kMax + 4 * kCacheLine);
+  uint8_t* const line =
+      buffer.data() + (kCacheLine - reinterpret_cast<uintptr_t>(buffer.data()) % kCacheLine) % kCacheLine;
+  std::mt19937 rng(11);
+  for (size_t shift = 0; shift < kCacheLine; ++shift) {
+    for (int trial = 0; trial < 8; ++trial) {
+      std::fill(buffer.begin(), buffer.end(), uint8_t{0xA5});
+      uint8_t* const dst = line + shift;
+      uint8_t* const elsewhere = dst + kMax + kCacheLine;  // another run's bytes, after a gap
+      size_t done = 0;
+      size_t elsewhere_done = 0;
+      while (done < kMax) {
+        const size_t n = std::min(kMax - done, static_cast<size_t>(rng() % (3 * kCacheLine + 41)));
+        if (rng() % 4 == 0 && elsewhere_done + n <= kMax) {
+          StreamBytes(src.data() + elsewhere_done, n, elsewhere + elsewhere_done);
+          elsewhere_done += n;
+          continue;
+        }
+        StreamBytes(src.data() + done, n, dst + done);
+        done += n;
+      }
+      FlushStreamCarry();
+      hwy::FlushStream();
+      ASSERT_EQ(std::memcmp(dst, src.data(), kMax), 0) << "shift " << shift << " trial " << trial;
+      ASSERT_EQ(std::memcmp(elsewhere, src.data(), elsewhere_done), 0) << "shift " << shift << " trial " << trial;
+      for (uint8_t* p = buffer.data(); p < buffer.data() + buffer.size(); ++p) {
+        const bool in_run = p >= dst && p < dst + kMax;
+        const bool in_elsewhere = p >= elsewhere && p < elsewhere + elsewhere_done;
+        if (!in_run && !in_elsewhere) ASSERT_EQ(*p, 0xA5) << "shift " << shift << " wrote outside";
       }
     }
   }
@@ -476,6 +520,7 @@ void TestWholeBlocksOfEveryTask() {
 // Targets without kernels (config.h) have no helpers to test; these keep QDQ_SIMD_CHOOSE's names.
 void TestWholeBlocksOfEveryTask() {}
 void TestStreamBytesEveryAlignment() {}
+void TestStreamBytesInPieces() {}
 void TestEncodeEveryFormat() {}
 void TestEncodeHalfFastForms() {}
 void TestDecodeEveryCode() {}
@@ -524,6 +569,7 @@ QDQ_SIMD_HELPER_TEST(StorePacked4EveryPattern)
 QDQ_SIMD_HELPER_TEST(SaturatingStores)
 QDQ_SIMD_HELPER_TEST(LoadIntEveryCode)
 QDQ_SIMD_HELPER_TEST(StreamBytesEveryAlignment)
+QDQ_SIMD_HELPER_TEST(StreamBytesInPieces)
 QDQ_SIMD_HELPER_TEST(WholeBlocksOfEveryTask)
 
 INSTANTIATE_TEST_SUITE_P(Targets, SimdHelpersTest, ::testing::ValuesIn(TargetBits()), TargetNameOf);

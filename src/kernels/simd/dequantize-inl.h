@@ -849,8 +849,12 @@ HWY_NOINLINE void DequantizeTask(const DequantizeCall& c, void* y, int64_t begin
 template <T X, T Y, StoreMode kStores>
 void DequantizeKernelT(const DequantizeCall& c, void* y, int64_t begin, int64_t end) {
   DequantizeTask<X, Y>(c, y, begin, end, kStores == StoreMode::kStream);
-  // The task's non-temporal stores are ordered before whatever reports it done.
-  if constexpr (kStores == StoreMode::kStream) hwy::FlushStream();
+  // The task's last held-back bytes, then its non-temporal stores ordered before whatever reports it
+  // done.
+  if constexpr (kStores == StoreMode::kStream) {
+    FlushStreamCarry();
+    hwy::FlushStream();
+  }
 }
 
 /// The kernel of family kFamily for the call and stores, or nullptr where dequantize_kernels.inc

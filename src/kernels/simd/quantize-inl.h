@@ -998,8 +998,12 @@ void QuantizeKernelT(const QuantizeCall& c, void* y, int64_t begin, int64_t end)
   if constexpr (P == T::kFloat) reciprocal = UseReciprocal<Y>(c);
   if constexpr (is_half_division(P)) reciprocal = half_product_route();
   QuantizeKernelBody<X, P, Y>(c, y, begin, end, reciprocal, kStores == StoreMode::kStream);
-  // The task's non-temporal stores are ordered before whatever reports it done.
-  if constexpr (kStores == StoreMode::kStream) hwy::FlushStream();
+  // The task's last held-back bytes, then its non-temporal stores ordered before whatever reports it
+  // done.
+  if constexpr (kStores == StoreMode::kStream) {
+    FlushStreamCarry();
+    hwy::FlushStream();
+  }
 }
 
 /// The kernel of family kFamily for the call and stores, or nullptr where quantize_kernels.inc lists
