@@ -327,7 +327,7 @@ HWY_INLINE void DequantizeExpanded(const DequantizeCall& c, const void* src, int
                                    int64_t count, const ExpandedParams& e, void* y) {
   const DF df;
   const DI di;
-  // Unaligned loads: the loop's first and last vectors may start anywhere (DequantizeLoop).
+  // Unaligned loads: the loop's last vector may start anywhere (DequantizeLoop's tail).
   DequantizeLoop<X, Y>(
       c, src, src_index, first, count, y,
       [&](int64_t k, size_t) QDQ_INLINE_LAMBDA { return hn::LoadU(df, e.scale + k); },
