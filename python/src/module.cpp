@@ -17,7 +17,8 @@
 // Outputs are new arrays in these conventions (sub-byte signed types as int8), their memory and the
 // packing scratch from BlockPool, which keeps freed large blocks for the next call (no page faults in
 // a loop that drops its results). Sub-byte integers skip the packed layout where the 8-bit kernels
-// give the same values: dequantized as int8/uint8 when given as values, quantized to int8/uint8 and
+// give the same values: dequantized as int8/uint8 when given as values (INT4/INT2 two's complement
+// codes, as ml_dtypes stores them, sign-extended into int8 first), quantized to int8/uint8 and
 // clamped (quantize_as_byte_integers). qdq::Error becomes ValueError with the library's message. The GIL
 // is released while the library computes.
 #include <pybind11/numpy.h>
@@ -262,6 +263,28 @@ QDQ_PY_VECTOR_CLONES QDQ_PY_FLATTEN bool items_are_values(const uint8_t* items, 
     if (bad) return false;
   }
   return true;
+}
+
+// Sign-extends `count` two's complement codes of a signed `Bits`-bit type, one per byte in its low
+// bits, into int8 values. Returns whether no byte held more than a code (only the low bits are read
+// either way), for the callers that must refuse such bytes.
+template <int Bits>
+bool sign_extend_codes_of(const uint8_t* codes, uint64_t count, int8_t* values) {
+  constexpr uint8_t kMask = (1u << Bits) - 1;
+  constexpr uint8_t kSign = 1u << (Bits - 1);
+  uint8_t high = 0;
+  for (uint64_t i = 0; i < count; ++i) {
+    const uint8_t c = codes[i];
+    high |= c & static_cast<uint8_t>(~kMask);
+    values[i] = static_cast<int8_t>(static_cast<uint8_t>(((c & kMask) ^ kSign) - kSign));
+  }
+  return high == 0;
+}
+
+// sign_extend_codes_of for INT4 (bits 4) or INT2 (bits 2), compiled for the vector targets.
+QDQ_PY_VECTOR_CLONES QDQ_PY_FLATTEN bool sign_extend_codes(const uint8_t* codes, uint64_t count, int bits,
+                                                           int8_t* values) {
+  return bits == 4 ? sign_extend_codes_of<4>(codes, count, values) : sign_extend_codes_of<2>(codes, count, values);
 }
 
 // unpack_all_codes, compiled for the vector targets.
@@ -535,7 +558,8 @@ py::array no_array() { return py::reinterpret_steal<py::array>(py::handle()); }
 struct Input {
   py::array array = no_array();  // keeps the buffer alive
   Dims shape;
-  Buffer packed;  // sub-byte types given unpacked only
+  Buffer packed;    // sub-byte types given unpacked only
+  Buffer extended;  // INT4/INT2 codes as int8 values (as_sign_extended_bytes)
   qdq::TensorView view;
 
   // Sub-byte items given one per byte, when packing is deferred (see below); else null.
@@ -629,6 +653,40 @@ struct Input {
     }
     if (!values) return std::nullopt;
     return qdq::TensorView{signed_type ? DataType::kInt8 : DataType::kUint8, shape, items, count};
+  }
+
+  // Whether the items are deferred two's complement codes of INT4/INT2, one per byte in the low bits
+  // (an ml_dtypes array, or codes in a uint8 array): their bytes are not the values wherever a value
+  // is negative, which in real data is at once.
+  bool holds_signed_codes() const { return items != nullptr && is_signed_sub_byte(view.type) && !signed_items; }
+
+  // For holds_signed_codes(): the same tensor as int8 values, sign-extended into a buffer of a byte per
+  // element (`extended`), which the 8-bit kernel reads with no packing and no unpacking. nullopt for
+  // other items, and where a uint8 array holds a byte beyond the codes (left to pack_whole, which
+  // names it). The view is unchanged. Call with the GIL held.
+  std::optional<qdq::TensorView> as_sign_extended_bytes() {
+    if (!holds_signed_codes()) return std::nullopt;
+    const uint64_t count = qdq::element_count(shape);
+    const int bits = qdq::bit_width(view.type);
+    extended = Buffer(count + 1);  // +1: never a zero-size buffer
+    int8_t* const values = reinterpret_cast<int8_t*>(extended.get());
+    const auto extend = [&](uint64_t begin, uint64_t end) {
+      return sign_extend_codes(items + begin, end - begin, bits, values + begin) || !check_items;
+    };
+    bool ok;
+    if (count >= kReleaseGilItems) {
+      py::gil_scoped_release release;
+      ok = all_pieces(count, extend);
+    } else {  // shorter than releasing and taking back the GIL
+      ok = extend(0, count);
+    }
+    if (!ok) return std::nullopt;
+    return qdq::TensorView{DataType::kInt8, shape, extended.get(), count};
+  }
+
+  // as_sign_extended_bytes() for items that hold codes, else as_byte_integers().
+  std::optional<qdq::TensorView> as_8_bit_integers() {
+    return holds_signed_codes() ? as_sign_extended_bytes() : as_byte_integers();
   }
 
   // Whether as_byte_integers() can succeed: deferred items of the integer sub-byte types, in a form
@@ -1079,9 +1137,9 @@ Result dequantize_linear_with(const qdq::DequantizeLinearAttributes& attrs, cons
     // rounded once. Read in place, they skip the packing pass and its buffer, most of the cost
     // beyond the kernel for a tensor that fits in cache. (Large calls do the same chunk by chunk
     // below, each chunk checked while it is in cache.)
-    std::optional<qdq::TensorView> x8 = xi.as_byte_integers();
+    std::optional<qdq::TensorView> x8 = xi.as_8_bit_integers();
     std::optional<qdq::TensorView> z8;
-    if (x8 && zi) z8 = zi->as_byte_integers();
+    if (x8 && zi) z8 = zi->as_8_bit_integers();
     if (x8 && (!zi || z8)) {
       Output y(spec, out, false);
       {
@@ -1097,10 +1155,12 @@ Result dequantize_linear_with(const qdq::DequantizeLinearAttributes& attrs, cons
   // chunk that does not (ml_dtypes' own layout, or a bad item, found there) is packed into scratch
   // and computed again over the rows it wrote, and the chunks started after that are packed straight
   // away. Checked after the kernel, not before: a check before it would read each chunk from memory
-  // once more.
+  // once more. Two's complement codes (ml_dtypes' int4/int2 arrays) are not values wherever a value
+  // is negative, so their chunks are sign-extended into scratch instead, for the same 8-bit kernel.
   std::optional<qdq::TensorView> z8;
+  const bool x_codes = xi.holds_signed_codes();
   const bool bytes_possible =
-      plan.step != 0 && xi.may_be_byte_integers() && (!zi || (z8 = zi->as_byte_integers()).has_value());
+      plan.step != 0 && (x_codes || xi.may_be_byte_integers()) && (!zi || (z8 = zi->as_8_bit_integers()).has_value());
   if (zi) zi->pack_whole();
   Output y(spec, out, false);
   std::atomic<bool> chunks_as_bytes{bytes_possible};
@@ -1114,7 +1174,8 @@ Result dequantize_linear_with(const qdq::DequantizeLinearAttributes& attrs, cons
     } else {
       const DataType xt = xi.view.type;
       const int bits = qdq::bit_width(xt);
-      const size_t scratch_bytes = qdq::storage_bytes(xt, static_cast<uint64_t>(plan.step) * plan.row_elems) + 1;
+      const uint64_t chunk_elements = static_cast<uint64_t>(plan.step) * plan.row_elems;
+      const size_t scratch_bytes = (x_codes ? chunk_elements : qdq::storage_bytes(xt, chunk_elements)) + 1;
       const bool signed_type = is_signed_sub_byte(xt);
       for_each_chunk(plan, [&](int64_t r0, int64_t r1) {
         if (bad_item.load(std::memory_order_relaxed)) return;  // the call fails: skip the rest
@@ -1125,7 +1186,16 @@ Result dequantize_linear_with(const qdq::DequantizeLinearAttributes& attrs, cons
         std::optional<RowSlice> ss, zs;
         const qdq::TensorView sv = scale_slice(plan, si.view, r0, r1, ss);
         qdq::TensorView zslice;
-        if (chunks_as_bytes.load(std::memory_order_relaxed)) {
+        if (chunks_as_bytes.load(std::memory_order_relaxed) && x_codes) {
+          if (zv) zslice = scale_slice(plan, *z8, r0, r1, zs);
+          auto* const values = reinterpret_cast<int8_t*>(chunk_scratch(scratch_bytes));
+          if (sign_extend_codes(chunk_items, n, bits, values) || !xi.check_items) {
+            const qdq::TensorView xv{DataType::kInt8, ys.shape, values, n};
+            qdq::dequantize_linear(attrs, xv, sv, zv ? &zslice : nullptr, yv, chunk_options(spec.size_bytes));
+            return;
+          }
+          // A uint8 array's byte beyond the codes: the packing pass below names it.
+        } else if (chunks_as_bytes.load(std::memory_order_relaxed)) {
           if (zv) zslice = scale_slice(plan, *z8, r0, r1, zs);
           const qdq::TensorView xv{signed_type ? DataType::kInt8 : DataType::kUint8, ys.shape, chunk_items, n};
           qdq::dequantize_linear(attrs, xv, sv, zv ? &zslice : nullptr, yv, chunk_options(spec.size_bytes));

@@ -222,6 +222,29 @@ def test_a_bad_item_in_a_later_chunk_is_named(threads, n):
         qdq.set_num_threads(old)
 
 
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("n", [1 << 21, 1 << 17, 100])
+def test_a_byte_beyond_the_codes_of_a_signed_type_is_named(threads, n):
+    # INT4 given as two's complement codes in uint8 items is sign-extended for the 8-bit kernel; a byte
+    # that is no code (16 or more) is still named, in whichever chunk it lies, and nothing is written.
+    old = qdq.get_num_threads()
+    qdq.set_num_threads(threads)
+    try:
+        codes = np.full(n, 15, np.uint8)  # -1
+        codes[n // 2 + 3] = 16
+        codes[n - 2] = 200
+        bad = codes.view(qdq.CodeArray)
+        bad.qdq_dtype = "int4"
+        with pytest.raises(ValueError, match=f"element {n // 2 + 3} is 16"):
+            qdq.dequantize_linear(bad, np.float32(1))
+        out = np.full(codes.shape, 7, np.float32)
+        with pytest.raises(ValueError, match=f"element {n // 2 + 3} is 16"):
+            qdq.dequantize_linear(bad, np.float32(1), out=out)
+        assert (out == 7).all()
+    finally:
+        qdq.set_num_threads(old)
+
+
 # QuantizeLinear to a 2/4-bit integer type with the result one value per byte runs the int8/uint8
 # kernel and saturates its codes to the narrow range: the packed result (the narrow type's own
 # kernel) is the reference, on the values where the two could part: NaN, ±inf, ties, quotients far

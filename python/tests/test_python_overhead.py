@@ -175,6 +175,38 @@ def test_large_calls_read_chunks_in_place_or_packed_like_the_packed_tensor(threa
         qdq.set_num_threads(old)
 
 
+@pytest.mark.parametrize("dtype", ["int2", "int4"])
+@pytest.mark.parametrize("shape,kw,scale_shape", [((8, 48), {"axis": 1}, (48,)),
+                                                  ((8, 48), {"axis": 1, "block_size": 16}, (8, 3)),
+                                                  ((256, 512), {"axis": 0, "block_size": 32}, (8, 512)),
+                                                  ((1 << 20,), {}, ())])
+@pytest.mark.parametrize("threads", [1, 2])
+def test_twos_complement_codes_dequantize_like_the_packed_tensor_with_every_zero_point_form(threads, dtype, shape,
+                                                                                          kw, scale_shape):
+    # x and its zero point as two's complement codes (ml_dtypes' own int4/int2 layout, or a CodeArray of
+    # uint8 codes) are sign-extended for the 8-bit kernel, whole or chunk by chunk; each zero point form
+    # gives the packed tensor's result.
+    old = qdq.get_num_threads()
+    qdq.set_num_threads(threads)
+    try:
+        lo, hi = INTEGER_SUB_BYTE[dtype]
+        values = RNG.integers(lo, hi + 1, shape)
+        s = RNG.uniform(0.01, 2, scale_shape).astype(np.float32)
+        zp_values = RNG.integers(lo, hi + 1, scale_shape)
+        x_forms = representations(values, dtype)
+        zp_forms = representations(zp_values, dtype)
+        want = qdq.dequantize_linear(qdq.pack(x_forms["CodeArray"]), s, qdq.pack(zp_forms["CodeArray"]), **kw)
+        for x_name, x in x_forms.items():
+            for zp_name, zp in zp_forms.items():
+                label = f"{dtype} x {x_name}, zero point {zp_name}, {kw}"
+                assert_bit_exact(qdq.dequantize_linear(x, s, zp, **kw), want, label)
+                out = np.empty(shape, np.float32)
+                qdq.dequantize_linear(x, s, zp, out=out, **kw)
+                assert_bit_exact(out, want, label + " out=")
+    finally:
+        qdq.set_num_threads(old)
+
+
 def numpy_packed(values, bits):
     """ONNX's packed bytes of `values` computed by NumPy (first element in the low bits, zero padding)."""
     per_byte = 8 // bits
