@@ -354,6 +354,15 @@ bool all_pieces(uint64_t count, const Piece& piece) {
   return all.load();
 }
 
+// all_pieces with the GIL released (call with it held), or, for fewer items than releasing and taking
+// it back is worth (a zero point, a small tensor), one call on this thread with the GIL kept.
+template <class Piece>
+bool all_pieces_without_gil(uint64_t count, const Piece& piece) {
+  if (count < kReleaseGilItems) return piece(uint64_t{0}, count);
+  py::gil_scoped_release release;
+  return all_pieces(count, piece);
+}
+
 // Large result and scratch blocks, kept for reuse after they are freed. A fresh result of tens of
 // MiB costs page faults (the kernel zero-fills every page before qdq writes it) that take about as
 // long as the operator itself, and glibc hands blocks of 32 MiB or more back to the system on every
@@ -620,14 +629,7 @@ struct Input {
       return check_and_pack(items + begin, end - begin, bits, signed_items, check_items,
                             packed.get() + begin * static_cast<uint64_t>(bits) / 8);
     };
-    bool ok;
-    if (count >= kReleaseGilItems) {
-      py::gil_scoped_release release;
-      ok = all_pieces(count, pack);
-    } else {  // shorter than releasing and taking back the GIL (a zero point, a small tensor)
-      ok = pack(0, count);
-    }
-    if (!ok) throw_bad_item();
+    if (!all_pieces_without_gil(count, pack)) throw_bad_item();
     view.data = packed.get();
     items = nullptr;
   }
@@ -644,14 +646,7 @@ struct Input {
     const auto are_values = [&](uint64_t begin, uint64_t end) {
       return items_are_values(items + begin, end - begin, qdq::bit_width(view.type), signed_type);
     };
-    bool values;
-    if (count >= kReleaseGilItems) {
-      py::gil_scoped_release release;
-      values = all_pieces(count, are_values);
-    } else {  // shorter than releasing and taking back the GIL
-      values = are_values(0, count);
-    }
-    if (!values) return std::nullopt;
+    if (!all_pieces_without_gil(count, are_values)) return std::nullopt;
     return qdq::TensorView{signed_type ? DataType::kInt8 : DataType::kUint8, shape, items, count};
   }
 
@@ -673,14 +668,7 @@ struct Input {
     const auto extend = [&](uint64_t begin, uint64_t end) {
       return sign_extend_codes(items + begin, end - begin, bits, values + begin) || !check_items;
     };
-    bool ok;
-    if (count >= kReleaseGilItems) {
-      py::gil_scoped_release release;
-      ok = all_pieces(count, extend);
-    } else {  // shorter than releasing and taking back the GIL
-      ok = extend(0, count);
-    }
-    if (!ok) return std::nullopt;
+    if (!all_pieces_without_gil(count, extend)) return std::nullopt;
     return qdq::TensorView{DataType::kInt8, shape, extended.get(), count};
   }
 
