@@ -47,6 +47,13 @@ constexpr uintptr_t kPrefetchL2Bytes = 4096;
 /// in-cache call for nothing.
 HWY_INLINE bool PrefetchesIntoL2(uint64_t x_bytes) { return x_bytes >= (uint64_t{1} << 20); }
 
+/// Whether a call that writes `y_bytes` with ordinary stores (under 4 MiB, where no call streams:
+/// stream_threshold_bytes) has y past L1 (from 64 KiB), so that its loops ask for y's lines ahead
+/// as they do for x's.
+HWY_INLINE bool OutputInL2(uint64_t y_bytes) {
+  return y_bytes >= (uint64_t{64} << 10) && y_bytes < (uint64_t{4} << 20);
+}
+
 /// Asks for the lines of [at, at + bytes) into L2 (prefetcht1). An integer address: past the end of
 /// x it points at nothing, and a prefetch there does nothing.
 HWY_INLINE void PrefetchIntoL2(uintptr_t at, uintptr_t bytes) {
