@@ -47,9 +47,10 @@ constexpr uintptr_t kPrefetchL2Bytes = 4096;
 /// in-cache call for nothing.
 HWY_INLINE bool PrefetchesIntoL2(uint64_t x_bytes) { return x_bytes >= (uint64_t{1} << 20); }
 
-/// Whether a call that writes `y_bytes` with ordinary stores (under 4 MiB, where no call streams:
-/// stream_threshold_bytes) has y past L1 (from 64 KiB), so that its loops ask for y's lines ahead
-/// as they do for x's.
+/// Whether a call that writes `y_bytes` has y past L1 (from 64 KiB) and written with ordinary stores
+/// (under 4 MiB, where QDQ_STREAM_STORES=auto never streams: stream_threshold_bytes), so that its
+/// loops ask for y's lines ahead as they do for x's. (Forced streaming writes such a y through a
+/// stage; the requests then only cost time.)
 HWY_INLINE bool OutputInL2(uint64_t y_bytes) {
   return y_bytes >= (uint64_t{64} << 10) && y_bytes < (uint64_t{4} << 20);
 }
@@ -65,7 +66,7 @@ HWY_INLINE void PrefetchIntoL2(uintptr_t at, uintptr_t bytes) {
 #endif
 }
 
-/// Asks for the `bytes` (whole lines) of x from address `at` on, kPrefetchL1Bytes ahead into L1
+/// Asks for the `bytes` (whole lines) of x (or y) from address `at` on, kPrefetchL1Bytes ahead into L1
 /// and, with `into_l2`, kPrefetchL2Bytes ahead into L2. Integer addresses, as above.
 HWY_INLINE void PrefetchAhead(uintptr_t at, uintptr_t bytes, bool into_l2) {
   for (uintptr_t line = 0; line < bytes; line += 64)
