@@ -75,6 +75,11 @@ CASES = [
     ("dequantize", "int2", "per-tensor"),
     ("dequantize", "float8e4m3fn", "per-tensor"),
     ("dequantize", "float8e4m3fn", "blocked-last-32"),
+    # x as ml_dtypes makes it (`values.astype(ml_dtypes.int4)`: a negative value's code in the low bits
+    # only), not as qdq returns it (sign-extended): the binding sign-extends it for the 8-bit kernel.
+    # Needs ml_dtypes; `qdq bench` and the library's call are the same case's.
+    ("dequantize", "int4", "blocked-last-32", "ml_dtypes"),
+    ("dequantize", "int2", "per-tensor", "ml_dtypes"),
 ]
 
 RANGES = {"int8": (-128, 127), "uint8": (0, 255), "int4": (-8, 7), "uint4": (0, 15), "int2": (-2, 1), "uint2": (0, 3)}
@@ -122,8 +127,9 @@ def aligned_empty_like(a, alignment=64):
 class Case:
     """The tensors, the three Python calls and NumPy's formula of one bench case at n elements."""
 
-    def __init__(self, op, dtype, granularity, n, rng):
-        self.name = bench_name(op, dtype, granularity)
+    def __init__(self, op, dtype, granularity, n, rng, layout=None):
+        self.name = bench_name(op, dtype, granularity)  # `qdq bench`'s case
+        self.label = self.name + (" (x in ml_dtypes' own layout)" if layout else "")
         self.dtype = dtype
         block = 32 if granularity.startswith("blocked") else 0
         if granularity == "per-tensor":
@@ -205,10 +211,13 @@ class Case:
                 self.formula_bytes = 8 + 5
                 expected = y.reshape(xb.shape) if ml_dtypes else None
         else:
-            self.calls = [lambda: qdq.dequantize_linear(y, s, zp, **kw),
-                          lambda: qdq.dequantize_linear(y, s, zp, out=x_out, **kw),
+            x_in = y
+            if layout == "ml_dtypes" and ml_dtypes is not None:
+                x_in = np.asarray(y).view(np.int8).astype(np.dtype(getattr(ml_dtypes, dtype)))
+            self.calls = [lambda: qdq.dequantize_linear(x_in, s, zp, **kw),
+                          lambda: qdq.dequantize_linear(x_in, s, zp, out=x_out, **kw),
                           lambda: qdq.dequantize_linear(y_packed, s, zp, out=x_out, **kw)]
-            expected = qdq.dequantize_linear(y, s, zp, **kw).reshape(xb.shape)
+            expected = qdq.dequantize_linear(x_in, s, zp, **kw).reshape(xb.shape)
             if integer:
                 codes = qdq._as_input(y, "y")[0].reshape(xb.shape)  # one code per byte, as int8/uint8
                 zpf = np.float32(zp_value)
@@ -226,11 +235,11 @@ class Case:
                     return tmp
                 self.formula_bytes = 5
         self.formula = formula
-        self.skip = not integer and ml_dtypes is None
+        self.skip = (not integer or layout is not None) and ml_dtypes is None
         if not self.skip:  # the formula does the same job: same codes or values, bit for bit
             got = formula()
             if not np.array_equal(got.view(np.uint8), np.ascontiguousarray(expected).view(np.uint8)):
-                raise SystemExit(f"{self.name}: NumPy's formula does not give qdq's result")
+                raise SystemExit(f"{self.label}: NumPy's formula does not give qdq's result")
         # Bytes per element each side moves through memory (or cache) with one read of every input and
         # one write of every output per pass: qdq's plain call reads x and writes its result once (one
         # code per byte, like the formula; float32 values), NumPy's passes each read and write a whole
@@ -244,10 +253,10 @@ def selected_cases(args):
     selects and that runs here."""
     rng = np.random.default_rng(0)
     for n in (int(v) for v in args.sizes.split(",")):
-        for op, dtype, granularity in CASES:
+        for op, dtype, granularity, *layout in CASES:
             if args.filter not in bench_name(op, dtype, granularity):
                 continue
-            case = Case(op, dtype, granularity, n, rng)
+            case = Case(op, dtype, granularity, n, rng, *layout)
             if not case.skip:
                 yield n, case
 
@@ -277,7 +286,7 @@ def pairwise(args, threads):
     print("|---|---|---|---|")
     for n, case in selected_cases(args):
         plain, out, packed = case.calls
-        print(f"| {case.name} | {n} | {pair_ratio(plain, packed, args.seconds):.2f}× | "
+        print(f"| {case.label} | {n} | {pair_ratio(plain, packed, args.seconds):.2f}× | "
               f"{pair_ratio(out, packed, args.seconds):.2f}× |", flush=True)
 
 
@@ -358,7 +367,7 @@ def main():
         else:
             worst_8bit = max(worst_8bit, ratio)
         speedup = t_np / t_py
-        print(f"| {case.name} | {n} | {bench} | {t_lib * 1e3:.3f} | {t_py * 1e3:.3f} | {ratio:.2f}× | "
+        print(f"| {case.label} | {n} | {bench} | {t_lib * 1e3:.3f} | {t_py * 1e3:.3f} | {ratio:.2f}× | "
               f"{ratio_out:.2f}× | {t_np * 1e3:.3f} | {speedup:.1f}× | {case.bound:.1f}× | "
               f"{'yes' if case.bound >= 10 else 'no: bound < 10×'} |", flush=True)
     print(f"worst Python call / library call: sub-byte {worst_ratio:.2f}×, 8-bit {worst_8bit:.2f}× (goal <= 1.3)")

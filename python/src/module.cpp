@@ -672,9 +672,11 @@ struct Input {
     return qdq::TensorView{DataType::kInt8, shape, extended.get(), count};
   }
 
-  // as_sign_extended_bytes() for items that hold codes, else as_byte_integers().
+  // as_byte_integers(), else (codes that are not all values: ml_dtypes' own layout wherever a value is
+  // negative, which the check finds in its first piece) as_sign_extended_bytes(). Call with the GIL held.
   std::optional<qdq::TensorView> as_8_bit_integers() {
-    return holds_signed_codes() ? as_sign_extended_bytes() : as_byte_integers();
+    if (std::optional<qdq::TensorView> values = as_byte_integers()) return values;
+    return as_sign_extended_bytes();
   }
 
   // Whether as_byte_integers() can succeed: deferred items of the integer sub-byte types, in a form
@@ -1143,15 +1145,24 @@ Result dequantize_linear_with(const qdq::DequantizeLinearAttributes& attrs, cons
   // chunk that does not (ml_dtypes' own layout, or a bad item, found there) is packed into scratch
   // and computed again over the rows it wrote, and the chunks started after that are packed straight
   // away. Checked after the kernel, not before: a check before it would read each chunk from memory
-  // once more. Two's complement codes (ml_dtypes' int4/int2 arrays) are not values wherever a value
-  // is negative, so their chunks are sign-extended into scratch instead, for the same 8-bit kernel.
+  // once more. Two's complement codes of INT4/INT2 (ml_dtypes' own arrays, uint8 CodeArrays) are not
+  // values wherever a value is negative: where a chunk fails the check (or, for uint8 items, from the
+  // start) chunks are sign-extended into scratch instead, for the same 8-bit kernel.
+  enum ChunkMode : int { kInPlace, kSignExtended, kPacked };
   std::optional<qdq::TensorView> z8;
   const bool x_codes = xi.holds_signed_codes();
   const bool bytes_possible =
       plan.step != 0 && (x_codes || xi.may_be_byte_integers()) && (!zi || (z8 = zi->as_8_bit_integers()).has_value());
   if (zi) zi->pack_whole();
   Output y(spec, out, false);
-  std::atomic<bool> chunks_as_bytes{bytes_possible};
+  // ml_dtypes' own layout shows in the first few items of real data: such x starts sign-extended, so
+  // that its first chunks (one per thread) are not computed twice.
+  constexpr uint64_t kProbeItems = 4096;
+  const bool starts_as_codes =
+      x_codes && (!xi.may_be_byte_integers() ||
+                  !items_are_values(xi.items, std::min<uint64_t>(kProbeItems, qdq::element_count(xi.shape)),
+                                    qdq::bit_width(xi.view.type), true));
+  std::atomic<int> chunk_mode{!bytes_possible ? kPacked : starts_as_codes ? kSignExtended : kInPlace};
   std::atomic<bool> bad_item{false};
   {
     const GilRelease gil(qdq::element_count(xi.shape) >= kReleaseGilElements);
@@ -1174,7 +1185,16 @@ Result dequantize_linear_with(const qdq::DequantizeLinearAttributes& attrs, cons
         std::optional<RowSlice> ss, zs;
         const qdq::TensorView sv = scale_slice(plan, si.view, r0, r1, ss);
         qdq::TensorView zslice;
-        if (chunks_as_bytes.load(std::memory_order_relaxed) && x_codes) {
+        int mode = chunk_mode.load(std::memory_order_relaxed);
+        if (mode == kInPlace) {
+          if (zv) zslice = scale_slice(plan, *z8, r0, r1, zs);
+          const qdq::TensorView xv{signed_type ? DataType::kInt8 : DataType::kUint8, ys.shape, chunk_items, n};
+          qdq::dequantize_linear(attrs, xv, sv, zv ? &zslice : nullptr, yv, chunk_options(spec.size_bytes));
+          if (items_are_values(chunk_items, n, bits, signed_type)) return;
+          mode = x_codes ? kSignExtended : kPacked;
+          chunk_mode.store(mode, std::memory_order_relaxed);
+        }
+        if (mode == kSignExtended) {
           if (zv) zslice = scale_slice(plan, *z8, r0, r1, zs);
           auto* const values = reinterpret_cast<int8_t*>(chunk_scratch(scratch_bytes));
           if (sign_extend_codes(chunk_items, n, bits, values) || !xi.check_items) {
@@ -1183,12 +1203,6 @@ Result dequantize_linear_with(const qdq::DequantizeLinearAttributes& attrs, cons
             return;
           }
           // A uint8 array's byte beyond the codes: the packing pass below names it.
-        } else if (chunks_as_bytes.load(std::memory_order_relaxed)) {
-          if (zv) zslice = scale_slice(plan, *z8, r0, r1, zs);
-          const qdq::TensorView xv{signed_type ? DataType::kInt8 : DataType::kUint8, ys.shape, chunk_items, n};
-          qdq::dequantize_linear(attrs, xv, sv, zv ? &zslice : nullptr, yv, chunk_options(spec.size_bytes));
-          if (items_are_values(chunk_items, n, bits, signed_type)) return;
-          chunks_as_bytes.store(false, std::memory_order_relaxed);
         }
         uint8_t* const packed = chunk_scratch(scratch_bytes);
         if (!check_and_pack(chunk_items, n, bits, xi.signed_items, xi.check_items, packed)) {
