@@ -2,6 +2,7 @@
 
     PYTHONPATH=<build>/python /usr/bin/python3 -m pytest -q python/tests
 """
+import contextlib
 import os
 import pathlib
 
@@ -22,6 +23,17 @@ _NAN_CODE = {
     "float8e8m0": lambda c: c == 0xFF,
     "bfloat16": lambda c: (c & 0x7FFF) > 0x7F80,
 }
+
+
+@contextlib.contextmanager
+def num_threads(n):
+    """qdq's thread count set to n inside the block, and restored after it."""
+    old = qdq.get_num_threads()
+    qdq.set_num_threads(n)
+    try:
+        yield
+    finally:
+        qdq.set_num_threads(old)
 
 
 def codes(array):

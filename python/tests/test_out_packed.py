@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 import qdq
-from conftest import assert_bit_exact, codes
+from conftest import assert_bit_exact, codes, num_threads
 
 RNG = np.random.default_rng(99)
 SUB_BYTE = ["int4", "uint4", "int2", "uint2", "float4e2m1"]
@@ -176,9 +176,7 @@ CHUNKED = [
 @pytest.mark.parametrize("dtype", ["int4", "uint4", "int2", "float4e2m1"])
 @pytest.mark.parametrize("shape,kw,scale_shape", CHUNKED)
 def test_calls_split_into_chunks_give_the_whole_calls_result(threads, dtype, shape, kw, scale_shape):
-    old = qdq.get_num_threads()
-    qdq.set_num_threads(threads)
-    try:
+    with num_threads(threads):
         rng = np.random.default_rng(len(shape) * 1000 + shape[-1])
         x = (rng.standard_normal(shape) * 4).astype(np.float32)
         s = np.asarray(rng.uniform(0.5, 2, scale_shape), np.float32)
@@ -194,55 +192,31 @@ def test_calls_split_into_chunks_give_the_whole_calls_result(threads, dtype, sha
         assert_bit_exact(qdq.quantize_linear(x, s, zp, out=out, **qkw), whole.to_array(), "QuantizeLinear out=")
         assert_bit_exact(qdq.dequantize_linear(split, s, zp, **kw), qdq.dequantize_linear(whole, s, zp, **kw),
                          "DequantizeLinear")
-    finally:
-        qdq.set_num_threads(old)
 
 
 @pytest.mark.parametrize("threads", [1, 2])
-@pytest.mark.parametrize("n", [1 << 21, 1 << 17])  # chunks of 256 Ki elements; on 2 threads, of 64 Ki
-def test_a_bad_item_in_a_later_chunk_is_named(threads, n):
-    # Two bad items in different chunks (tasks that may run in either order): the first is named.
-    old = qdq.get_num_threads()
-    qdq.set_num_threads(threads)
-    try:
-        values = np.zeros(n, np.int8)
-        values[n // 2 + 3] = 9
-        values[n - 2] = -100
-        bad = values.view(qdq.CodeArray)
-        bad.qdq_dtype = "int4"
-        with pytest.raises(ValueError, match=f"element {n // 2 + 3} is 9"):
-            qdq.dequantize_linear(bad, np.float32(1))
+@pytest.mark.parametrize("n", [1 << 21, 1 << 17, 100])  # chunks of 256 Ki elements; on 2 threads, of 64 Ki
+@pytest.mark.parametrize("items,fill,bad,later_bad", [
+    (np.int8, 0, 9, -100),   # int8 values, read in place
+    (np.uint8, 15, 16, 200),  # uint8 two's complement codes (15 is -1), sign-extended for the 8-bit kernel
+])
+def test_a_bad_item_in_a_later_chunk_is_named(threads, n, items, fill, bad, later_bad):
+    # Two bad items in different chunks (tasks that may run in either order): the first is named, and
+    # nothing is written into out=.
+    with num_threads(threads):
+        values = np.full(n, fill, items)
+        values[n // 2 + 3] = bad
+        values[n - 2] = later_bad
+        x = values.view(qdq.CodeArray)
+        x.qdq_dtype = "int4"
+        with pytest.raises(ValueError, match=f"element {n // 2 + 3} is {bad}"):
+            qdq.dequantize_linear(x, np.float32(1))
         out = np.full(values.shape, 7, np.float32)
-        with pytest.raises(ValueError, match=f"element {n // 2 + 3} is 9"):
-            qdq.dequantize_linear(bad, np.float32(1), out=out)
+        with pytest.raises(ValueError, match=f"element {n // 2 + 3} is {bad}"):
+            qdq.dequantize_linear(x, np.float32(1), out=out)
         assert (out == 7).all()  # nothing written into out= on error
-        with pytest.raises(ValueError, match=f"element {n // 2 + 3} is 9"):
-            qdq.pack(bad)
-    finally:
-        qdq.set_num_threads(old)
-
-
-@pytest.mark.parametrize("threads", [1, 2])
-@pytest.mark.parametrize("n", [1 << 21, 1 << 17, 100])
-def test_a_byte_beyond_the_codes_of_a_signed_type_is_named(threads, n):
-    # INT4 given as two's complement codes in uint8 items is sign-extended for the 8-bit kernel; a byte
-    # that is no code (16 or more) is still named, in whichever chunk it lies, and nothing is written.
-    old = qdq.get_num_threads()
-    qdq.set_num_threads(threads)
-    try:
-        codes = np.full(n, 15, np.uint8)  # -1
-        codes[n // 2 + 3] = 16
-        codes[n - 2] = 200
-        bad = codes.view(qdq.CodeArray)
-        bad.qdq_dtype = "int4"
-        with pytest.raises(ValueError, match=f"element {n // 2 + 3} is 16"):
-            qdq.dequantize_linear(bad, np.float32(1))
-        out = np.full(codes.shape, 7, np.float32)
-        with pytest.raises(ValueError, match=f"element {n // 2 + 3} is 16"):
-            qdq.dequantize_linear(bad, np.float32(1), out=out)
-        assert (out == 7).all()
-    finally:
-        qdq.set_num_threads(old)
+        with pytest.raises(ValueError, match=f"element {n // 2 + 3} is {bad}"):
+            qdq.pack(x)
 
 
 # QuantizeLinear to a 2/4-bit integer type with the result one value per byte runs the int8/uint8

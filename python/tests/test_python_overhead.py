@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import qdq
-from conftest import assert_bit_exact
+from conftest import assert_bit_exact, num_threads
 
 RNG = np.random.default_rng(1414)
 INTEGER_SUB_BYTE = {"int4": (-8, 7), "uint4": (0, 15), "int2": (-2, 1), "uint2": (0, 3)}
@@ -146,9 +146,7 @@ def test_the_library_call_can_be_timed_in_process():
 @pytest.mark.parametrize("threads", [1, 2])
 def test_large_calls_read_chunks_in_place_or_packed_like_the_packed_tensor(threads, dtype, shape, kw, scale_shape):
     # Large enough to be split into chunks (python/src/module.cpp, ChunkPlan), run as tasks.
-    old = qdq.get_num_threads()
-    qdq.set_num_threads(threads)
-    try:
+    with num_threads(threads):
         lo, hi = INTEGER_SUB_BYTE[dtype]
         signed = lo < 0
         values = RNG.integers(lo, hi + 1, shape)
@@ -171,8 +169,6 @@ def test_large_calls_read_chunks_in_place_or_packed_like_the_packed_tensor(threa
             expected = want_mixed if name == "ml_dtypes (mixed layouts)" else want
             assert_bit_exact(qdq.dequantize_linear(x, s, zp, **kw), expected, f"{dtype} {name} {kw}")
             assert_bit_exact(qdq.dequantize_linear(x, s, qdq.pack(zp), **kw), expected, f"{dtype} {name} packed zp")
-    finally:
-        qdq.set_num_threads(old)
 
 
 @pytest.mark.parametrize("dtype", ["int2", "int4"])
@@ -186,9 +182,7 @@ def test_twos_complement_codes_dequantize_like_the_packed_tensor_with_every_zero
     # x and its zero point as two's complement codes (ml_dtypes' own int4/int2 layout, or a CodeArray of
     # uint8 codes) are sign-extended for the 8-bit kernel, whole or chunk by chunk; each zero point form
     # gives the packed tensor's result.
-    old = qdq.get_num_threads()
-    qdq.set_num_threads(threads)
-    try:
+    with num_threads(threads):
         lo, hi = INTEGER_SUB_BYTE[dtype]
         values = RNG.integers(lo, hi + 1, shape)
         s = RNG.uniform(0.01, 2, scale_shape).astype(np.float32)
@@ -203,8 +197,6 @@ def test_twos_complement_codes_dequantize_like_the_packed_tensor_with_every_zero
                 out = np.empty(shape, np.float32)
                 qdq.dequantize_linear(x, s, zp, out=out, **kw)
                 assert_bit_exact(out, want, label + " out=")
-    finally:
-        qdq.set_num_threads(old)
 
 
 def numpy_packed(values, bits):
