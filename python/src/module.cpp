@@ -1186,8 +1186,8 @@ Result dequantize_linear_with(const qdq::DequantizeLinearAttributes& attrs, cons
         const qdq::TensorView sv = scale_slice(plan, si.view, r0, r1, ss);
         qdq::TensorView zslice;
         int mode = chunk_mode.load(std::memory_order_relaxed);
+        if (zv && mode != kPacked) zslice = scale_slice(plan, *z8, r0, r1, zs);  // both 8-bit modes' zero points
         if (mode == kInPlace) {
-          if (zv) zslice = scale_slice(plan, *z8, r0, r1, zs);
           const qdq::TensorView xv{signed_type ? DataType::kInt8 : DataType::kUint8, ys.shape, chunk_items, n};
           qdq::dequantize_linear(attrs, xv, sv, zv ? &zslice : nullptr, yv, chunk_options(spec.size_bytes));
           if (items_are_values(chunk_items, n, bits, signed_type)) return;
@@ -1195,7 +1195,6 @@ Result dequantize_linear_with(const qdq::DequantizeLinearAttributes& attrs, cons
           chunk_mode.store(mode, std::memory_order_relaxed);
         }
         if (mode == kSignExtended) {
-          if (zv) zslice = scale_slice(plan, *z8, r0, r1, zs);
           auto* const values = reinterpret_cast<int8_t*>(chunk_scratch(scratch_bytes));
           if (sign_extend_codes(chunk_items, n, bits, values) || !xi.check_items) {
             const qdq::TensorView xv{DataType::kInt8, ys.shape, values, n};
