@@ -347,8 +347,11 @@ HWY_INLINE VU RoundBitsToBF16(VF v) {
   return VU{_mm512_mask_add_epi32(_mm512_add_epi32(bits.raw, _mm512_set1_epi32(0x7FFF)), odd, bits.raw,
                                   _mm512_set1_epi32(0x8000))};
 #else
-  const VU odd = hn::And(hn::ShiftRight<16>(bits), hn::Set(du, 1u));
-  return hn::Add(bits, hn::Add(hn::Set(du, 0x7FFFu), odd));
+  // bits + 0x7FFF, less -1 where bit 16 is set: a compare instead of a shift, which on Zen 3 runs
+  // beside the shifts and shuffles of the pack that follows rather than on their two pipes.
+  const VU odd_bit = hn::Set(du, 0x10000u);
+  const VU odd = hn::VecFromMask(du, hn::Eq(hn::And(bits, odd_bit), odd_bit));
+  return hn::Sub(hn::Add(bits, hn::Set(du, 0x7FFFu)), odd);
 #endif
 }
 
