@@ -25,8 +25,11 @@ struct BenchOptions {
   bool compare_one_thread = false;       // also time each case on one thread, samples interleaved (means of 0.5 s each)
   int load = 0;                          // busy threads run beside the benchmark for its whole duration
   int offset = 0;                        // x and y start this many bytes past a cache line (0-63)
-  std::string target;                    // SIMD target of the kernels and references ("" = the best);
-                                         // qdq::set_simd_target refuses one the CPU or build lacks
+  // Buffers on 4 KiB pages, not transparent 2 MiB pages. In cache, a process's figures on 4 KiB pages
+  // depend on where they land in the physically indexed L2 (bench_core.cpp's allocator).
+  bool small_pages = false;
+  std::string target;  // SIMD target of the kernels and references ("" = the best);
+                       // qdq::set_simd_target refuses one the CPU or build lacks
 };
 
 struct BenchResult {
@@ -61,8 +64,12 @@ struct BenchResult {
   // The stores the kernel wrote y with: "normal" or "non-temporal" (qdq::output_stores for the
   // call's output bytes: QDQ_STREAM_STORES, or size and the library's one-time probe).
   std::string stores;
-  int load = 0;                       // busy threads that ran beside it
-  int offset = 0;                     // bytes past a cache line where x and y started
+  int load = 0;    // busy threads that ran beside it
+  int offset = 0;  // bytes past a cache line where x and y started
+  // "2 MiB" where the larger of x and y lay on a transparent huge page (the default, where the kernel
+  // grants it), else "4 KiB" (small_pages, a buffer under 16 KiB, or refused): see bench_core.cpp's
+  // allocator for why.
+  std::string pages;
   double one_thread_gelem_per_s = 0;  // the same case on one thread (compare_one_thread), else 0
   double vs_one_thread = 0;           // gelem_per_s / one_thread_gelem_per_s (compare_one_thread), else 0
   // compare_one_thread with more than one thread: the same tasks on the same number of threads with
@@ -110,7 +117,8 @@ const std::vector<CaseInfo>& all_cases();
 
 /// Allocates and fills the tensors of a case with about `elements` elements (the exact count is
 /// returned by elements()), x and y starting `offset` bytes (0-63) past a cache line (the reference
-/// loops use line-aligned buffers of the same sizes).
+/// loops use line-aligned buffers of the same sizes); buffers of 16 KiB and more on transparent huge
+/// pages (BenchOptions::small_pages says why). Single-threaded.
 std::unique_ptr<PreparedCase> prepare_case(const CaseInfo& info, int64_t elements, int64_t* actual_elements,
                                            int offset = 0);
 

@@ -9,6 +9,10 @@
 #        scripts/ab_inprocess.sh /tmp/before/build build/release 'dequantize/int4->float32/blocked-last-32'
 #   QDQ_AB_TARGET=AVX2 runs both sides' kernels on that Highway target (as `qdq bench --target`), and
 #   QDQ_AB_OFFSET=16 starts x and y 16 bytes past a cache line (as `qdq bench --offset`).
+#   Each side's tensors come from its own libqdq_bench_core.a: from the commit that put them on 2 MiB
+#   pages on (`qdq bench --small-pages` says why), compare in cache only against a side whose bench
+#   core does the same (an older tree: copy a newer libqdq_bench_core.a into it), or the two sides'
+#   pages differ.
 set -euo pipefail
 rounds=600
 size=65536
@@ -20,7 +24,7 @@ while [[ $# -gt 0 ]]; do
   esac
 done
 if [[ $# -lt 3 ]]; then
-  sed -n '2,10p' "$0" >&2
+  sed -n '2,14p' "$0" >&2
   exit 2
 fi
 root="$(cd "$(dirname "$0")/.." && pwd)"

@@ -292,8 +292,9 @@ def pairwise(args, threads):
 
 def bench_seconds(qdq_binary, name, n, threads, samples):
     # --threads, not QDQ_NUM_THREADS: `qdq bench` runs one thread unless its option says otherwise.
+    # --small-pages: on 4 KiB pages, as NumPy's arrays are.
     r = subprocess.run([qdq_binary, "--threads", str(threads), "bench", "--json", "--size", str(n), "--repeats",
-                        str(samples), "--filter", name], capture_output=True, text=True, check=True)
+                        str(samples), "--filter", name, "--small-pages"], capture_output=True, text=True, check=True)
     rows = [row for row in json.loads(r.stdout)
             if row["case"] == name and row["threads"] == threads and row["kernel"] == "simd"]
     if not rows:

@@ -114,8 +114,9 @@ def vs_bench(args):
         for _ in range(3):
             for k, f in enumerate(calls):
                 best_calls[k] = min(best_calls[k], best(f, args.repeat))
+            # --small-pages: on 4 KiB pages, as the Python calls' arrays are.
             r = subprocess.run([args.vs_bench, "bench", "--json", "--size", str(n * n), "--repeats", str(args.repeat),
-                                "--filter", case], capture_output=True, text=True, check=True,
+                                "--filter", case, "--small-pages"], capture_output=True, text=True, check=True,
                                env={"QDQ_NUM_THREADS": str(threads)})
             rows = [row for row in json.loads(r.stdout) if row["case"] == case and row["threads"] == threads
                     and row["kernel"] == "simd"]
@@ -206,8 +207,10 @@ def ort_nodes(args):
                 copies = max(1, min(64, (2 << 20) // (5 * n)))
                 run = ort_nodes_session(case, op, qtype, layout, n, copies, t)
                 t_ort = best(run, args.repeat) / copies
+                # --small-pages: on 4 KiB pages, as ONNX Runtime's tensors are.
                 r = subprocess.run([args.ort_nodes, "--threads", str(t), "bench", "--json", "--size", str(n), "--repeats",
-                                    str(args.repeat), "--filter", case], capture_output=True, text=True, check=True)
+                                    str(args.repeat), "--filter", case, "--small-pages"], capture_output=True, text=True,
+                                   check=True)
                 rows = [row for row in json.loads(r.stdout) if row["case"] == case and row["kernel"] == "simd"]
                 t_qdq = rows[0]["seconds"]
                 size = f"{n >> 20} Mi" if n >= 1 << 20 else f"{n >> 10} Ki"

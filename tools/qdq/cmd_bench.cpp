@@ -1,11 +1,13 @@
 // `qdq bench [--json] [--size ELEMENTS] [--filter TEXT] [--repeats N] [--compare-scalar]
-// [--compare-one-thread] [--load N] [--target NAME] [--offset BYTES]`: time the QuantizeLinear/DequantizeLinear kernels
-// on qdq's benchmark cases (bench/bench_core.hpp), each next to the machine's limits measured in the same run: a
-// streaming loop over the same bytes (the better of normal and non-temporal stores) and, in cache, a ceiling loop
-// (inexact multiply-by-reciprocal quantize, convert + fma dequantize). Threads come from the global
+// [--compare-one-thread] [--load N] [--target NAME] [--offset BYTES] [--small-pages]`: time the
+// QuantizeLinear/DequantizeLinear kernels on qdq's benchmark cases (bench/bench_core.hpp), each next to the machine's
+// limits measured in the same run: a streaming loop over the same bytes (the better of normal and non-temporal stores)
+// and, in cache, a ceiling loop (inexact multiply-by-reciprocal quantize, convert + fma dequantize). Threads come from
+// the global
 // --threads option (default here: 1); --force-scalar times the scalar reference kernels; --load N keeps N busy threads
 // running beside it throughout; --target runs another SIMD target's kernels (and references); --offset puts x and y
-// that many bytes past a cache line, as a caller's buffers may be (NumPy's often start 16 bytes in).
+// that many bytes past a cache line, as a caller's buffers may be (NumPy's often start 16 bytes in); --small-pages
+// keeps the buffers off transparent huge pages.
 #include <memory>
 #include <string>
 
@@ -25,6 +27,7 @@ Command register_bench(CLI::App& app, const GlobalOptions& globals) {
     int load = 0;
     std::string target;
     int offset = 0;
+    bool small_pages = false;
   };
   auto args = std::make_shared<Arguments>();
   CLI::App* sub = app.add_subcommand(
@@ -47,6 +50,9 @@ Command register_bench(CLI::App& app, const GlobalOptions& globals) {
   sub->add_option("--offset", args->offset,
                   "Start x and y this many bytes past a cache line (default 0), as a caller's buffers may")
       ->check(CLI::Range(0, 63));
+  sub->add_flag("--small-pages", args->small_pages,
+                "Put the buffers on ordinary 4 KiB pages instead of transparent 2 MiB pages (in cache, a run's figures "
+                "then depend on where its pages land in the L2)");
   Command command;
   command.app = sub;
   command.run = [args, &globals]() {
@@ -61,6 +67,7 @@ Command register_bench(CLI::App& app, const GlobalOptions& globals) {
     options.load = args->load;
     options.target = args->target;
     options.offset = args->offset;
+    options.small_pages = args->small_pages;
     set_simd_target(options.target);  // refused before any output where the CPU or the build lacks it
     if (args->json) {
       print_line(bench::to_json(bench::run_benchmarks(options)));
