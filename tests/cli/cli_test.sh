@@ -262,6 +262,21 @@ case_bench_references() {
   expect_stdout_contains 'stores'
 }
 
+case_bench_pages() {
+  # Which pages the case's buffers got: 2 MiB where the kernel grants transparent huge pages (a
+  # machine with them off reports 4 KiB), 4 KiB always with --small-pages; both in the table too.
+  run_qdq bench --size 65536 --repeats 1 --filter 'dequantize/uint8->float32/per-tensor' --json
+  expect_rc 0
+  [[ "$out" =~ \"pages\":\ \"(2\ MiB|4\ KiB)\" ]] || fail "no pages field: $out"
+  run_qdq bench --size 65536 --repeats 1 --filter 'dequantize/uint8->float32/per-tensor' --json --small-pages
+  expect_rc 0
+  expect_stdout_contains '"pages": "4 KiB"'
+  run_qdq bench --size 65536 --repeats 1 --filter 'dequantize/uint8->float32/per-tensor' --small-pages
+  expect_rc 0
+  expect_stdout_contains 'pages'
+  expect_stdout_contains ' 4K'
+}
+
 case_bench_mx() {
   # The MX cases (MXFP4, MXFP8: blocks of 32 along the last axis with FLOAT8E8M0 scales) run, both ways.
   run_qdq bench --size 65536 --repeats 1 --filter e8m0 --json
