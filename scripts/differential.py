@@ -380,6 +380,14 @@ def explain(case, oracle, g, o, gv, ov, t):
                 ort_band = (q32 >= 480) & (q32 < 496) & ((g & 0x7F) == 0x7F) & ((o & 0x7F) == 0x7E)
                 reasons[ort_band & ((g & 0x80) == (o & 0x80)) & (reasons == None)] = \
                     "float8e4m3fn, saturate=0: onnxruntime gives +-448 for 480 <= |x/s| < 496, qdq NaN (spec)"  # noqa: E711
+            if t == TP.FLOAT8E5M2 and not sat and oracle == "onnxruntime":
+                # Likewise for e5m2: from the tie 61440 (between the largest finite 57344 and 2^16) up to
+                # 2^16 ONNX Runtime gives NaN (0x7F / 0xFF), where the spec rounds to +-inf, as qdq does.
+                with np.errstate(all="ignore"):
+                    q32 = np.abs(quotient_in_float32(case).reshape(-1))
+                ort_band = (q32 >= 61440) & (q32 < 65536) & ((g & 0x7F) == 0x7C) & ((o & 0x7F) == 0x7F)
+                reasons[ort_band & ((g & 0x80) == (o & 0x80)) & (reasons == None)] = \
+                    "float8e5m2, saturate=0: onnxruntime gives NaN for 61440 <= |x/s| < 65536, qdq +-inf (spec)"  # noqa: E711
             if t == TP.FLOAT4E2M1:
                 reasons[(np.isnan(q) | np.isnan(q + zp.astype(np.float64))) & (g == 7) & (reasons == None)] = \
                     "float4e2m1, NaN -> +6 (policy, technical note)"  # noqa: E711
@@ -394,6 +402,18 @@ def explain(case, oracle, g, o, gv, ov, t):
                 close = ~np.isnan(q) & (g == want)
             else:
                 close = adjacent(g, o, t)
+                if t in FLOAT8:
+                    # Not neighbours, and still the policy's: the division type's quotient is NaN where x
+                    # rounds to +-inf in it and the scale is +-inf (the oracle's wider type divides a
+                    # finite x), so qdq's code is a NaN; or, saturate=0, the division type rounds the
+                    # quotient up across the largest finite value (a tie in bfloat16, say), so qdq's code
+                    # is that quotient's own overflow code where the oracle's is the largest finite.
+                    gv_nan = is_nan(gv, t)
+                    close |= np.isnan(q) & gv_nan
+                    if not case.attrs.get("saturate", 1):
+                        with np.errstate(all="ignore"):
+                            own = codes_of(q.astype(NP[t]), t)
+                        close |= ~np.isnan(q) & ((g == own) | (gv_nan & is_nan(q.astype(NP[t]), t)))
             reasons[close & (reasons == None)] = \
                 f"division in {NAME.get(division_type(case), 'float64')} (scale's type/precision, policy), " \
                 f"{oracle} divides in {NAME.get(oracle_division_type(case, oracle), 'float64')}"  # noqa: E711
