@@ -347,6 +347,19 @@ def oracle_division_type(case, oracle):
     return TP.FLOAT
 
 
+# ONNX Runtime's non-saturating float32 -> float8 conversions just past the largest finite value, per
+# type: (|x/s| from, up to, qdq's magnitude code, ONNX Runtime's, the rule). e4m3fn: 480 <= |q| < 496
+# gives +-448 (0x7E / 0xFE), where every other |q| >= 464 gives NaN, as the spec does. e5m2: from the
+# tie 61440 (between the largest finite 57344 and 2^16) up to 2^16 it gives NaN (0x7F / 0xFF), where
+# the spec rounds to +-inf.
+ORT_FLOAT8_BANDS = {
+    TP.FLOAT8E4M3FN: (480, 496, 0x7F, 0x7E,
+                      "float8e4m3fn, saturate=0: onnxruntime gives +-448 for 480 <= |x/s| < 496, qdq NaN (spec)"),
+    TP.FLOAT8E5M2: (61440, 65536, 0x7C, 0x7F,
+                    "float8e5m2, saturate=0: onnxruntime gives NaN for 61440 <= |x/s| < 65536, qdq +-inf (spec)"),
+}
+
+
 def explain(case, oracle, g, o, gv, ov, t):
     """Per differing element (arrays of qdq / oracle codes g, o and values gv, ov): the rule that
     explains it, or None. Each rule checks that qdq's element is what docs/policy.md prescribes."""
@@ -372,22 +385,12 @@ def explain(case, oracle, g, o, gv, ov, t):
             if t in FNUZ and sat:
                 reasons[np.isinf(q) & (g == 0x80) & (reasons == None)] = \
                     "float8 fnuz, saturate=1, +-inf quotient -> NaN 0x80 (policy, technical note)"  # noqa: E711
-            if t == TP.FLOAT8E4M3FN and not sat and oracle == "onnxruntime":
-                # ONNX Runtime's non-saturating float32 -> e4m3fn conversion maps 480 <= |q| < 496 to
-                # +-448 (0x7E / 0xFE), where every other |q| >= 464 gives NaN, as the spec does.
+            if t in ORT_FLOAT8_BANDS and not sat and oracle == "onnxruntime":
+                lo_q, hi_q, qdq_code, ort_code, rule = ORT_FLOAT8_BANDS[t]
                 with np.errstate(all="ignore"):
                     q32 = np.abs(quotient_in_float32(case).reshape(-1))
-                ort_band = (q32 >= 480) & (q32 < 496) & ((g & 0x7F) == 0x7F) & ((o & 0x7F) == 0x7E)
-                reasons[ort_band & ((g & 0x80) == (o & 0x80)) & (reasons == None)] = \
-                    "float8e4m3fn, saturate=0: onnxruntime gives +-448 for 480 <= |x/s| < 496, qdq NaN (spec)"  # noqa: E711
-            if t == TP.FLOAT8E5M2 and not sat and oracle == "onnxruntime":
-                # Likewise for e5m2: from the tie 61440 (between the largest finite 57344 and 2^16) up to
-                # 2^16 ONNX Runtime gives NaN (0x7F / 0xFF), where the spec rounds to +-inf, as qdq does.
-                with np.errstate(all="ignore"):
-                    q32 = np.abs(quotient_in_float32(case).reshape(-1))
-                ort_band = (q32 >= 61440) & (q32 < 65536) & ((g & 0x7F) == 0x7C) & ((o & 0x7F) == 0x7F)
-                reasons[ort_band & ((g & 0x80) == (o & 0x80)) & (reasons == None)] = \
-                    "float8e5m2, saturate=0: onnxruntime gives NaN for 61440 <= |x/s| < 65536, qdq +-inf (spec)"  # noqa: E711
+                ort_band = (q32 >= lo_q) & (q32 < hi_q) & ((g & 0x7F) == qdq_code) & ((o & 0x7F) == ort_code)
+                reasons[ort_band & ((g & 0x80) == (o & 0x80)) & (reasons == None)] = rule  # noqa: E711
             if t == TP.FLOAT4E2M1:
                 reasons[(np.isnan(q) | np.isnan(q + zp.astype(np.float64))) & (g == 7) & (reasons == None)] = \
                     "float4e2m1, NaN -> +6 (policy, technical note)"  # noqa: E711
