@@ -64,9 +64,7 @@ void* allocate_buffer(size_t bytes) {
     const auto at = reinterpret_cast<uintptr_t>(mapped);
     const uintptr_t start = (at + kHugePage - 1) / kHugePage * kHugePage;
     if (start > at) ::munmap(mapped, start - at);
-    if (start + size < at + size + kHugePage) {
-      ::munmap(reinterpret_cast<void*>(start + size), at + kHugePage - start);
-    }
+    ::munmap(reinterpret_cast<void*>(start + size), at + kHugePage - start);  // never empty: `at` is page-aligned
     void* const p = reinterpret_cast<void*>(start);
     if (g_huge_pages) ::madvise(p, size, MADV_HUGEPAGE);  // advice: where refused, the pages stay 4 KiB
     return p;
