@@ -44,7 +44,7 @@ step "scripts/bench_python.py runs (its NumPy formulas must equal qdq's results 
 build/venv/bin/python scripts/bench_python.py --sizes 65536 --seconds 0.02 --samples 3 | tail -1
 
 step "differential vs onnx.reference and onnxruntime (seeded, counts below)"
-build/venv/bin/python scripts/differential.py --cases 3000 --seed 20250601
+build/venv/bin/python scripts/differential.py --cases 20000 --seed 20250601
 
 step "ONNX backend node tests generated from the onnx wheel, through the CLI"
 build/venv/bin/python scripts/onnx_node_tests.py build/onnx-node-wheel
