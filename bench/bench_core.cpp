@@ -39,10 +39,10 @@ using Clock = std::chrono::steady_clock;
 // Buffers of kMappedFrom bytes and more are mapped on their own, on 2 MiB boundaries, and (unless
 // BenchOptions::small_pages) ask for transparent huge pages. On 4 KiB pages a process's in-cache
 // figures depend on where its pages land in the physically indexed L2: on the 2-core Zen 3 machine
-// (512 KiB L2) single `qdq bench` runs of the same 64 Ki case read 7.6-12.3 G elements/s for int4
-// dequantize and 3.2-4.1 for float8e5m2 quantize; on 2 MiB pages 11.1-12.3 and 3.9-4.1, as the
-// in-process A/B reads them. A mapping of its own is fresh memory, so the advice takes effect at the
-// first touch (memory the heap reused would keep its 4 KiB pages).
+// (512 KiB L2) eight `qdq bench` runs of the same 64 Ki case read 6.4-11.4 G elements/s for int4
+// dequantize and 3.2-4.1 for float8e5m2 quantize; on 2 MiB pages 11.0-12.2 and 3.93-4.08, as the
+// in-process A/B reads them (docs/performance.md, "Zen 3: qdq bench on 2 MiB pages"). A mapping of its own is fresh
+// memory, so the advice takes effect at the first touch (memory the heap reused would keep its 4 KiB pages).
 constexpr size_t kMappedFrom = size_t{16} << 10;
 constexpr size_t kHugePage = size_t{2} << 20;
 

@@ -415,8 +415,8 @@ def explain(case, oracle, g, o, gv, ov, t):
                     close |= np.isnan(q) & gv_nan
                     if not case.attrs.get("saturate", 1):
                         with np.errstate(all="ignore"):
-                            own = codes_of(q.astype(NP[t]), t)
-                        close |= ~np.isnan(q) & ((g == own) | (gv_nan & is_nan(q.astype(NP[t]), t)))
+                            q_in_t = q.astype(NP[t])
+                        close |= ~np.isnan(q) & ((g == codes_of(q_in_t, t)) | (gv_nan & is_nan(q_in_t, t)))
             reasons[close & (reasons == None)] = \
                 f"division in {NAME.get(division_type(case), 'float64')} (scale's type/precision, policy), " \
                 f"{oracle} divides in {NAME.get(oracle_division_type(case, oracle), 'float64')}"  # noqa: E711

@@ -145,7 +145,7 @@ std::array<QuotientRoute, kReciprocalKinds> measure(int64_t target) {
     }
   }
   std::array<Timing, kReciprocalKinds> times;
-  for (Timing& t : times) t = Timing{0, 0};
+  times.fill(Timing{0, 0});
   for (size_t k = 0; k < timers.size(); ++k) {
     Timing& t = times[static_cast<size_t>(reciprocal_kind(kTimedOutputs[k], false))];
     t.divide += best[k].divide;
