@@ -145,9 +145,11 @@ HWY_INLINE VU EncodeFloat8Magnitude(VF v, bool saturate, VF& scaled) {
     // takes the largest code and only ±inf and NaN the NaN.
     if (saturate) {
       if constexpr (kFinite) return hn::Min(code, hn::Set(du, F::kMaxCode));
-      const auto finite = hn::Lt(hn::BitCast(di, unclamped), hn::Set(di, 0x7F800000));
-      return hn::IfThenElse(hn::RebindMask(du, finite), hn::Min(code, hn::Set(du, F::kMaxCode)),
-                            hn::Set(du, F::kSignBit));
+      // ±inf and NaN by their exponent field: one equality, where the compilers turned "below
+      // 0x7F800000" on the non-negative magnitude into a minimum and an equality.
+      const auto special = hn::Eq(exponent_field, hn::Set(di, 0x7F800000));
+      return hn::IfThenElse(hn::RebindMask(du, special), hn::Set(du, F::kSignBit),
+                            hn::Min(code, hn::Set(du, F::kMaxCode)));
     }
     return hn::Min(code, hn::Set(du, F::kSignBit));
   }
