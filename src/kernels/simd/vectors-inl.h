@@ -211,14 +211,16 @@ HWY_INLINE void ForEachVector(int64_t count, Body&& body) {
   if (k < count) body(k, static_cast<size_t>(count - k));
 }
 
-/// a[i] −= b[i] modulo 2^8 for i in [0, count), 16 bytes at a time (the width the unpacking that
-/// fills such buffers stores with: a wider load spanning two of its recent stores would not be
-/// forwarded); reads and writes nothing past count.
+/// a[i] −= b[i] modulo 2^8 for i in [0, count), a whole vector at a time, then 16 bytes, then the
+/// rest; reads and writes nothing past count.
 HWY_INLINE void SubtractBytesInPlace(uint8_t* a, const uint8_t* b, int64_t count) {
+  const hn::ScalableTag<uint8_t> d;
   const hn::CappedTag<uint8_t, 16> d8;
+  const size_t wide = hn::Lanes(d);
   const size_t lanes = hn::Lanes(d8);
   const auto n = static_cast<size_t>(count);
   size_t i = 0;
+  for (; i + wide <= n; i += wide) hn::StoreU(hn::Sub(hn::LoadU(d, a + i), hn::LoadU(d, b + i)), d, a + i);
   for (; i + lanes <= n; i += lanes) hn::StoreU(hn::Sub(hn::LoadU(d8, a + i), hn::LoadU(d8, b + i)), d8, a + i);
   if (i < n) StorePartial(d8, hn::Sub(LoadPartial(d8, a + i, n - i), LoadPartial(d8, b + i, n - i)), a + i, n - i);
 }
