@@ -761,6 +761,13 @@ std::vector<BenchResult> run_benchmarks(const BenchOptions& options,
       }
       if (quantize && scalar) r.routes = "division";
       r.stores = scalar ? "normal" : output_stores(c->bytes_out());
+      if (!scalar) {
+        const auto count = static_cast<uint64_t>(elements);
+        r.x_requests = info.op == "dequantize" ? x_line_requests("dequantize", info.x, count)
+                       : info.op == "dynamic"  ? std::string(x_line_requests("range", info.x, count)) + ", " +
+                                                    x_line_requests("quantize", info.x, count)
+                                              : x_line_requests("quantize", info.x, count);
+      }
       r.load = options.load;
       r.offset = options.offset;
       r.pages = huge_pages ? "2 MiB" : "4 KiB";
@@ -796,8 +803,8 @@ std::string to_json(const std::vector<BenchResult>& results) {
            ", \"vs_reference\": " + fixed(r.vs_reference, 3) +
            ", \"reference_target\": " + json_string(r.reference_target) + ", \"target\": " + json_string(r.target) +
            ", \"routes\": " + json_string(r.routes) + ", \"stores\": " + json_string(r.stores) +
-           ", \"load\": " + std::to_string(r.load) + ", \"offset\": " + std::to_string(r.offset) +
-           ", \"pages\": " + json_string(r.pages) +
+           ", \"x_requests\": " + json_string(r.x_requests) + ", \"load\": " + std::to_string(r.load) +
+           ", \"offset\": " + std::to_string(r.offset) + ", \"pages\": " + json_string(r.pages) +
            ", \"one_thread_gelem_per_s\": " + fixed(r.one_thread_gelem_per_s, 4) +
            ", \"vs_one_thread\": " + fixed(r.vs_one_thread, 3) +
            ", \"static_split_gelem_per_s\": " + fixed(r.static_split_gelem_per_s, 4) +

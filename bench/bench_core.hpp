@@ -64,6 +64,9 @@ struct BenchResult {
   // The stores the kernel wrote y with: "normal" or "non-temporal" (qdq::output_stores for the
   // call's output bytes: QDQ_STREAM_STORES, or size and the library's one-time probe).
   std::string stores;
+  // The requests for x's lines ahead of the loads (qdq::x_line_requests: "none", "L1" or "L1+L2";
+  // DynamicQuantizeLinear's two loops as "range, quantize"); empty for the scalar kernels.
+  std::string x_requests;
   int load = 0;    // busy threads that ran beside it
   int offset = 0;  // bytes past a cache line where x and y started
   // "2 MiB" where the larger of x and y lay on a transparent huge page (the default, where the kernel

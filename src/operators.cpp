@@ -132,7 +132,7 @@ DynamicQuantizationParameters dynamic_quantize_linear(const TensorView& x, const
   // and maximum combine exactly in any order.
   const int64_t tasks = (elements + detail::kTaskGrain - 1) / detail::kTaskGrain;
   std::vector<detail::FloatRange> partial(static_cast<size_t>(tasks));
-  const detail::RangeKernel range = detail::select_range_kernel(detail::resolve_force_scalar(options));
+  const detail::RangeKernel range = detail::select_range_kernel(detail::resolve_force_scalar(options), x_bytes);
   detail::parallel_ranges(
       elements, options,
       [&](int64_t begin, int64_t) {

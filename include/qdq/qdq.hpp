@@ -187,6 +187,17 @@ QDQ_API const char* quantize_division_route(DataType y_type, DataType division_t
 /// threshold runs the probe (an 8 MiB buffer, a few milliseconds); thread-safe.
 QDQ_API const char* output_stores(uint64_t output_bytes);
 
+/// Which of x's lines the vectorised loop `loop` ("quantize", "dequantize" or "range", the first
+/// pass of DynamicQuantizeLinear) asks for ahead of its loads where x is `elements` of `x_type`:
+/// "none", "L1" or "L1+L2" (never a different result; "none" where the scalar kernels run, and for
+/// 2/4-bit and float4 x, which dequantize unpacks in cache first). Under 1 MiB of x "L1" ("none" for
+/// dequantize), up to 16 MiB "L1+L2"; from 16 MiB, where x streams from memory, a one-time probe per
+/// loop measures whether L1 alone runs it clearly faster than L1+L2 on this CPU (25–60 ms, at the
+/// first such call, which this may be). QDQ_PREFETCH=none|l1|l2, or per loop range:l1,quantize:l2,..., forces them
+/// from 1 MiB. For benchmark reports. Throws qdq::Error for another `loop` or a bad QDQ_PREFETCH;
+/// thread-safe.
+QDQ_API const char* x_line_requests(std::string_view loop, DataType x_type, uint64_t elements);
+
 /// Makes every later call run the SIMD kernels of `target` (a Highway target name: "AVX3", "AVX2",
 /// "SSE4", ...), or those of the best one this CPU runs for "". For benchmarks, to measure another
 /// CPU's path on this one. Throws qdq::Error naming the target when qdq is not compiled for it or this

@@ -6,6 +6,7 @@
 #include <string>
 #include <string_view>
 
+#include "kernels/prefetch_policy.hpp"
 #include "kernels/simd/quotient_route.hpp"
 #include "kernels/simd/simd_kernels.hpp"
 #include "kernels/store_policy.hpp"
@@ -24,6 +25,8 @@ bool runs_vectorised(bool force_scalar) { return !force_scalar && simd::best_tar
 QuantizeKernel select_quantize_kernel(const QuantizeCall& call, bool force_scalar, uint64_t store_bytes) {
 #if defined(QDQ_HAVE_SIMD)
   if (runs_vectorised(force_scalar)) {
+    prepare_line_requests(ReadingLoop::kQuantize,
+                          storage_bytes(call.x_type, static_cast<uint64_t>(call.plan.elements)));
     if (const QuantizeKernel kernel =
             simd::quantize_kernel_for_target(simd::best_target(), call, choose_store_mode(store_bytes)))
       return kernel;
@@ -54,6 +57,10 @@ bool quantize_shares_row_reciprocals(const QuantizeCall& call, bool force_scalar
 DequantizeKernel select_dequantize_kernel(const DequantizeCall& call, bool force_scalar, uint64_t store_bytes) {
 #if defined(QDQ_HAVE_SIMD)
   if (runs_vectorised(force_scalar)) {
+    // Only x of a byte or more per element is read in place (2/4-bit x is unpacked in cache first).
+    const auto elements = static_cast<uint64_t>(call.plan.elements);
+    const uint64_t x_bytes = storage_bytes(call.x_type, elements);
+    if (x_bytes >= elements) prepare_line_requests(ReadingLoop::kDequantize, x_bytes);
     if (const DequantizeKernel kernel =
             simd::dequantize_kernel_for_target(simd::best_target(), call, choose_store_mode(store_bytes)))
       return kernel;
@@ -66,13 +73,15 @@ DequantizeKernel select_dequantize_kernel(const DequantizeCall& call, bool force
   return &dequantize_scalar;
 }
 
-RangeKernel select_range_kernel(bool force_scalar) {
+RangeKernel select_range_kernel(bool force_scalar, uint64_t x_bytes) {
 #if defined(QDQ_HAVE_SIMD)
   if (runs_vectorised(force_scalar)) {
+    prepare_line_requests(ReadingLoop::kRange, x_bytes);
     if (const RangeKernel kernel = simd::range_kernel_for_target(simd::best_target())) return kernel;
   }
 #else
   (void)force_scalar;
+  (void)x_bytes;
 #endif
   return &range_scalar;
 }
@@ -117,6 +126,26 @@ const char* output_stores(uint64_t output_bytes) {
   const bool streams = detail::runs_vectorised(detail::resolve_force_scalar(ExecutionOptions{})) &&
                        detail::choose_store_mode(output_bytes) == detail::StoreMode::kStream;
   return streams ? "non-temporal" : "normal";
+}
+
+const char* x_line_requests(std::string_view loop, DataType x_type, uint64_t elements) {
+  detail::ReadingLoop kind;
+  if (loop == "quantize") {
+    kind = detail::ReadingLoop::kQuantize;
+  } else if (loop == "dequantize") {
+    kind = detail::ReadingLoop::kDequantize;
+  } else if (loop == "range") {
+    kind = detail::ReadingLoop::kRange;
+  } else {
+    throw Error("x_line_requests: loop '" + std::string(loop) + "' is not quantize, dequantize or range");
+  }
+  if (!detail::runs_vectorised(detail::resolve_force_scalar(ExecutionOptions{}))) return "none";
+  const uint64_t x_bytes = storage_bytes(x_type, elements);
+  // As the loops choose (kernels/simd/vectors-inl.h, LineAheadFor).
+  if (kind == detail::ReadingLoop::kDequantize && x_bytes < elements) return "none";
+  detail::prepare_line_requests(kind, x_bytes);
+  if (x_bytes < (uint64_t{1} << 20)) return kind == detail::ReadingLoop::kDequantize ? "none" : "L1";
+  return detail::line_requests_name(detail::line_requests(kind, x_bytes));
 }
 
 void set_simd_target(std::string_view target) {

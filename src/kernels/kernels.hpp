@@ -45,8 +45,9 @@ using RangeKernel = FloatRange (*)(const float* x, int64_t begin, int64_t end, i
 /// The scalar reference of the range, the oracle for the vectorised one.
 FloatRange range_scalar(const float* x, int64_t begin, int64_t end, int64_t elements);
 
-/// The vectorised range kernel for this CPU, or range_scalar (forced, or no SIMD target).
-RangeKernel select_range_kernel(bool force_scalar);
+/// The vectorised range kernel for this CPU, or range_scalar (forced, or no SIMD target), for an x
+/// of `x_bytes` (prepare_line_requests: the first large x measures the range loop's line requests).
+RangeKernel select_range_kernel(bool force_scalar, uint64_t x_bytes);
 
 /// The fastest kernel for this call on this CPU, chosen once per call; the scalar kernel where no
 /// vectorised one covers the combination, or when `force_scalar` is set. The vectorised kernel's

@@ -277,6 +277,28 @@ case_bench_pages() {
   expect_stdout_contains ' 4K'
 }
 
+case_bench_line_requests() {
+  # The requests for x's lines ahead of the loads: L1 in cache (none for dequantize), as
+  # QDQ_PREFETCH says from 1 MiB of x (16 MiB here), per loop where it names them; a bad value is
+  # one clear error.
+  run_qdq bench --size 65536 --repeats 1 --filter 'float32->uint8/per-tensor' --json
+  expect_rc 0
+  expect_stdout_contains '"x_requests": "L1"'
+  expect_stdout_contains '"x_requests": "L1, L1"'
+  QDQ_PREFETCH=l1 run_qdq bench --size 4194304 --repeats 1 --filter 'quantize/float32->uint8/per-tensor' --json
+  expect_rc 0
+  expect_stdout_contains '"x_requests": "L1"'
+  QDQ_PREFETCH=quantize:l2,range:none run_qdq bench --size 4194304 --repeats 1 --filter 'dynamic/float32->uint8' --json
+  expect_rc 0
+  expect_stdout_contains '"x_requests": "none, L1+L2"'
+  QDQ_PREFETCH=dequantize:none run_qdq bench --size 4194304 --repeats 1 --filter 'dequantize/int16->float32/per-tensor' --json
+  expect_rc 0
+  expect_stdout_contains '"x_requests": "none"'
+  QDQ_PREFETCH=sometimes run_qdq bench --size 65536 --repeats 1 --filter 'quantize/float32->uint8/per-tensor'
+  expect_rc 1
+  expect_stderr_contains "QDQ_PREFETCH is 'sometimes'"
+}
+
 case_bench_mx() {
   # The MX cases (MXFP4, MXFP8: blocks of 32 along the last axis with FLOAT8E8M0 scales) run, both ways.
   run_qdq bench --size 65536 --repeats 1 --filter e8m0 --json

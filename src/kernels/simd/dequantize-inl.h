@@ -187,7 +187,9 @@ HWY_INLINE void DequantizeLoop(const DequantizeCall& c, const void* src, int64_t
   constexpr uintptr_t kInBytes = kBits >= 8 ? static_cast<uintptr_t>(kBits / 8) : 0;
   constexpr uintptr_t kGroupBytes = 4 * hn::MaxLanes(DF()) * kInBytes;
   const uintptr_t x_at = reinterpret_cast<uintptr_t>(src) + static_cast<uintptr_t>(src_index) * kInBytes;
-  const bool x_ahead = src == c.x && PrefetchesIntoL2(static_cast<uint64_t>(c.plan.elements) * kInBytes);
+  const LineAhead x_ahead =
+      src == c.x ? LineAheadFor(ReadingLoop::kDequantize, static_cast<uint64_t>(c.plan.elements) * kInBytes, {})
+                 : LineAhead{};
   // On 512-bit targets a float32 y's lines too, where y is past L1 but written with ordinary stores
   // (OutputInL2): a whole-line store that misses L1 holds back the stores behind it while its line
   // comes from L2 (64 Ki elements on the Intel Xeon: 1.02-1.20x). Not for 16-bit outputs (half the
@@ -201,11 +203,11 @@ HWY_INLINE void DequantizeLoop(const DequantizeCall& c, const void* src, int64_t
   int64_t i = 0;
   for (; i + 4 * lanes <= count; i += 4 * lanes) {
     if constexpr (kGroupBytes > 0) {
-      if (x_ahead) PrefetchAhead(x_at + static_cast<uintptr_t>(i) * kInBytes, kGroupBytes, true);
+      PrefetchAhead(x_at + static_cast<uintptr_t>(i) * kInBytes, kGroupBytes, x_ahead);
     }
     if constexpr (kYAhead) {
       if (y_ahead)
-        PrefetchAhead(y_at + static_cast<uintptr_t>(i) * kOutBytes, 4 * hn::MaxLanes(DF()) * kOutBytes, false);
+        PrefetchAhead(y_at + static_cast<uintptr_t>(i) * kOutBytes, 4 * hn::MaxLanes(DF()) * kOutBytes, {true, false});
     }
     VF d0, d1, d2, d3;
     if constexpr (!IsIntegerIn(X) && kDecodesInPairs<typename TypeTraits<X>::Format>) {

@@ -464,11 +464,12 @@ HWY_INLINE void QuantizeLoopWith(const QuantizeCall& c, bool saturate, int64_t f
   constexpr uintptr_t kInBytes = TypeTraits<X>::kBits / 8;
   constexpr uintptr_t kGroupBytes = 4 * hn::MaxLanes(DF()) * kInBytes;
   const uintptr_t x_at = reinterpret_cast<uintptr_t>(c.x) + static_cast<uintptr_t>(first) * kInBytes;
-  const bool into_l2 = PrefetchesIntoL2(static_cast<uint64_t>(c.plan.elements) * kInBytes);
+  const LineAhead ahead =
+      LineAheadFor(ReadingLoop::kQuantize, static_cast<uint64_t>(c.plan.elements) * kInBytes, {true, false});
   int64_t i = 0;
   for (; i + 4 * lanes <= count; i += 4 * lanes) {
     begin_step(i);
-    PrefetchAhead(x_at + static_cast<uintptr_t>(i) * kInBytes, kGroupBytes, into_l2);
+    PrefetchAhead(x_at + static_cast<uintptr_t>(i) * kInBytes, kGroupBytes, ahead);
     uint8_t* const dst = kBytesPer != 0 ? out + i * kBytesPer : out + i * kBits / 8;
     if constexpr (ChecksCodes<Quotient>()) {
 #if HWY_NATIVE_FMA

@@ -48,10 +48,11 @@ FloatRange Range(const float* x, int64_t begin, int64_t end, int64_t elements) {
   // Each group asks for its lines ahead (PrefetchAhead), into L2 too where x is large.
   constexpr uintptr_t kGroupBytes = 4 * hn::MaxLanes(DF()) * sizeof(float);
   const uintptr_t x_at = reinterpret_cast<uintptr_t>(x);
-  const bool into_l2 = PrefetchesIntoL2(static_cast<uint64_t>(elements) * sizeof(float));
+  const LineAhead ahead =
+      LineAheadFor(ReadingLoop::kRange, static_cast<uint64_t>(elements) * sizeof(float), {true, false});
   int64_t i = begin;
   for (; i + 4 * lanes <= end; i += 4 * lanes) {
-    PrefetchAhead(x_at + static_cast<uintptr_t>(i) * sizeof(float), kGroupBytes, into_l2);
+    PrefetchAhead(x_at + static_cast<uintptr_t>(i) * sizeof(float), kGroupBytes, ahead);
     const VF v0 = hn::LoadU(df, x + i);
     const VF v1 = hn::LoadU(df, x + i + lanes);
     const VF v2 = hn::LoadU(df, x + i + 2 * lanes);
