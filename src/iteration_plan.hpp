@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <span>
 
+#include "kernels/prefetch_policy.hpp"
 #include "qdq/types.hpp"
 
 namespace qdq::detail {
@@ -318,6 +319,9 @@ struct KernelCall {
   // Set per task for row-tile tasks (RowTileTasks): a kernel then takes only these columns of each
   // row of its [begin, end).
   ColumnWindow columns;
+  // The requests for x's lines ahead where x is 1 MiB or more (line_requests, once per call: the
+  // loops may run once per row).
+  LineRequests x_requests = LineRequests::kL1AndL2;
 };
 
 /// Everything a QuantizeLinear kernel needs, validated.

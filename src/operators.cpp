@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "kernels/kernels.hpp"
+#include "kernels/prefetch_policy.hpp"
 #include "parallel.hpp"
 #include "plan.hpp"
 #include "qdq/qdq.hpp"
@@ -60,11 +61,12 @@ TensorSpec quantize_linear_output(const QuantizeLinearAttributes& attributes, co
 
 void quantize_linear(const QuantizeLinearAttributes& attributes, const TensorView& x, const TensorView& y_scale,
                      const TensorView* y_zero_point, const MutableTensorView& y, const ExecutionOptions& options) {
-  const detail::QuantizeCall call = detail::plan_quantize(attributes, x, y_scale, y_zero_point);
+  detail::QuantizeCall call = detail::plan_quantize(attributes, x, y_scale, y_zero_point);
   detail::check_output(detail::OpName{"QuantizeLinear", call.version}, y, call.y_type, call.y_shape, call.y_bytes);
   const bool force_scalar = detail::resolve_force_scalar(options);
   const detail::QuantizeKernel kernel =
       detail::select_quantize_kernel(call, force_scalar, std::max(call.y_bytes, options.whole_output_bytes));
+  call.x_requests = detail::line_requests(detail::ReadingLoop::kQuantize, x.size_bytes);
   // Blocks along an outer axis go tile by tile where the kernel shares a tile's reciprocals between
   // its rows. Where it divides (float8, whose check on the code lost in that order; integers with
   // 16-bit scales or division, the scalar kernel, a target that measured the division faster), tiles
@@ -85,10 +87,11 @@ TensorSpec dequantize_linear_output(const DequantizeLinearAttributes& attributes
 
 void dequantize_linear(const DequantizeLinearAttributes& attributes, const TensorView& x, const TensorView& x_scale,
                        const TensorView* x_zero_point, const MutableTensorView& y, const ExecutionOptions& options) {
-  const detail::DequantizeCall call = detail::plan_dequantize(attributes, x, x_scale, x_zero_point);
+  detail::DequantizeCall call = detail::plan_dequantize(attributes, x, x_scale, x_zero_point);
   detail::check_output(detail::OpName{"DequantizeLinear", call.version}, y, call.y_type, call.y_shape, call.y_bytes);
   const detail::DequantizeKernel kernel = detail::select_dequantize_kernel(
       call, detail::resolve_force_scalar(options), std::max(call.y_bytes, options.whole_output_bytes));
+  call.x_requests = detail::line_requests(detail::ReadingLoop::kDequantize, x.size_bytes);
   // Blocks along an outer axis go tile by tile for 2/4-bit x, so that a tile's scales and unpacked
   // zero points serve its rows from L1 (8-bit float8 x lost 14 % in the cache in that order).
   run_tasks(call, kernel, y.data, options, detail::bytes_moved(call.x_type, call.y_type, call.plan.elements),

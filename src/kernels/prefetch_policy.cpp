@@ -55,7 +55,8 @@ PrefetchSettings parse_prefetch_settings(const char* value) {
     const std::string pair = text.substr(at, end - at);
     const size_t colon = pair.find(':');
     const std::string name = pair.substr(0, colon);
-    const auto* const known = std::find_if(std::begin(kNames), std::end(kNames), [&](const char* n) { return name == n; });
+    const auto* const known =
+        std::find_if(std::begin(kNames), std::end(kNames), [&](const char* n) { return name == n; });
     if (colon == std::string::npos || known == std::end(kNames) ||
         !parse_one(pair.substr(colon + 1), settings.loop[static_cast<size_t>(known - std::begin(kNames))])) {
       settings.bad = true;
@@ -110,12 +111,13 @@ LineRequestProbe time_choices(uint8_t* x, size_t x_bytes, Run&& run) {
   for (int round = 0; round < 3; ++round) {
     for (int k = 0; k < 2; ++k) {
       simd::fill_lines(target, x, x_bytes, StoreMode::kStream);
-      t_probe_choice = static_cast<int8_t>(choices[k]);
+      struct Choice {  // the thread's loops take choices[k] while the call runs, even if it throws
+        explicit Choice(LineRequests requests) { t_probe_choice = static_cast<int8_t>(requests); }
+        ~Choice() { t_probe_choice = kUnset; }
+      } choice(choices[k]);
       const auto start = std::chrono::steady_clock::now();
       run();
-      const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      t_probe_choice = kUnset;
-      best[k] = std::min(best[k], seconds);
+      best[k] = std::min(best[k], std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
     }
   }
   probe.l1_seconds = best[0];
@@ -134,9 +136,8 @@ LineRequestProbe run_probe(ReadingLoop loop) {
     case ReadingLoop::kRange: {
       LineBuffer x(kElements * sizeof(float));
       const RangeKernel range = select_range_kernel(false, kElements * sizeof(float));
-      return time_choices(x.data, kElements * sizeof(float), [&] {
-        (void)range(reinterpret_cast<const float*>(x.data), 0, kElements, kElements);
-      });
+      return time_choices(x.data, kElements * sizeof(float),
+                          [&] { (void)range(reinterpret_cast<const float*>(x.data), 0, kElements, kElements); });
     }
     case ReadingLoop::kQuantize: {
       // float32 → uint8 per tensor: the quantize loop in its most common form.

@@ -91,8 +91,8 @@ TEST(PrefetchPolicy, DequantizeGivesTheSameBytesWithEveryChoice) {
     const ForcedRequests forced(ReadingLoop::kDequantize, choice);
     std::vector<float> y(x.size());
     qdq::dequantize_linear(qdq::DequantizeLinearAttributes{}, {DataType::kInt16, shape, x.data(), x.size() * 2},
-                           {DataType::kFloat, {}, &scale, 4}, nullptr, {DataType::kFloat, shape, y.data(), y.size() * 4},
-                           two_threads());
+                           {DataType::kFloat, {}, &scale, 4}, nullptr,
+                           {DataType::kFloat, shape, y.data(), y.size() * 4}, two_threads());
     if (!first) {
       first = y;
     } else {
@@ -112,9 +112,9 @@ TEST(PrefetchPolicy, DynamicQuantizeGivesTheSameResultWithEveryChoice) {
     const ForcedRequests range(ReadingLoop::kRange, choice);
     const ForcedRequests quantize(ReadingLoop::kQuantize, choice);
     std::vector<uint8_t> y(x.size());
-    const qdq::DynamicQuantizationParameters params = qdq::dynamic_quantize_linear(
-        {DataType::kFloat, shape, x.data(), x.size() * 4}, {DataType::kUint8, shape, y.data(), y.size()},
-        two_threads());
+    const qdq::DynamicQuantizationParameters params =
+        qdq::dynamic_quantize_linear({DataType::kFloat, shape, x.data(), x.size() * 4},
+                                     {DataType::kUint8, shape, y.data(), y.size()}, two_threads());
     EXPECT_EQ(params.y_scale, (97.5f + 61.25f) / 255.0f) << qdq::detail::line_requests_name(choice);
     if (!first) {
       first = y;

@@ -188,8 +188,7 @@ HWY_INLINE void DequantizeLoop(const DequantizeCall& c, const void* src, int64_t
   constexpr uintptr_t kGroupBytes = 4 * hn::MaxLanes(DF()) * kInBytes;
   const uintptr_t x_at = reinterpret_cast<uintptr_t>(src) + static_cast<uintptr_t>(src_index) * kInBytes;
   const LineAhead x_ahead =
-      src == c.x ? LineAheadFor(ReadingLoop::kDequantize, static_cast<uint64_t>(c.plan.elements) * kInBytes, {})
-                 : LineAhead{};
+      src == c.x ? LineAheadFor(c.x_requests, static_cast<uint64_t>(c.plan.elements) * kInBytes, {}) : LineAhead{};
   // On 512-bit targets a float32 y's lines too, where y is past L1 but written with ordinary stores
   // (OutputInL2): a whole-line store that misses L1 holds back the stores behind it while its line
   // comes from L2 (64 Ki elements on the Intel Xeon: 1.02-1.20x). Not for 16-bit outputs (half the

@@ -464,8 +464,7 @@ HWY_INLINE void QuantizeLoopWith(const QuantizeCall& c, bool saturate, int64_t f
   constexpr uintptr_t kInBytes = TypeTraits<X>::kBits / 8;
   constexpr uintptr_t kGroupBytes = 4 * hn::MaxLanes(DF()) * kInBytes;
   const uintptr_t x_at = reinterpret_cast<uintptr_t>(c.x) + static_cast<uintptr_t>(first) * kInBytes;
-  const LineAhead ahead =
-      LineAheadFor(ReadingLoop::kQuantize, static_cast<uint64_t>(c.plan.elements) * kInBytes, {true, false});
+  const LineAhead ahead = LineAheadFor(c.x_requests, static_cast<uint64_t>(c.plan.elements) * kInBytes, {true, false});
   int64_t i = 0;
   for (; i + 4 * lanes <= count; i += 4 * lanes) {
     begin_step(i);

@@ -48,8 +48,8 @@ FloatRange Range(const float* x, int64_t begin, int64_t end, int64_t elements) {
   // Each group asks for its lines ahead (PrefetchAhead), into L2 too where x is large.
   constexpr uintptr_t kGroupBytes = 4 * hn::MaxLanes(DF()) * sizeof(float);
   const uintptr_t x_at = reinterpret_cast<uintptr_t>(x);
-  const LineAhead ahead =
-      LineAheadFor(ReadingLoop::kRange, static_cast<uint64_t>(elements) * sizeof(float), {true, false});
+  const uint64_t x_bytes = static_cast<uint64_t>(elements) * sizeof(float);
+  const LineAhead ahead = LineAheadFor(line_requests(ReadingLoop::kRange, x_bytes), x_bytes, {true, false});
   int64_t i = begin;
   for (; i + 4 * lanes <= end; i += 4 * lanes) {
     PrefetchAhead(x_at + static_cast<uintptr_t>(i) * sizeof(float), kGroupBytes, ahead);

@@ -73,13 +73,13 @@ struct LineAhead {
   bool into_l2 = false;
 };
 
-/// The requests `loop` makes for an x of `x_bytes`: from 1 MiB on, line_requests (measured for it on
-/// this CPU where x streams from memory); below, `small` (L1 only where the loop makes any: a
-/// smaller x is in the cache when it is hot, an engine's activations, and there L2 requests cost 4 %
-/// of an in-cache call for nothing).
-HWY_INLINE LineAhead LineAheadFor(ReadingLoop loop, uint64_t x_bytes, LineAhead small) {
+/// The requests a loop makes for an x of `x_bytes`: from 1 MiB on, `requests` (line_requests: measured
+/// for that loop on this CPU where x streams from memory); below, `small` (L1 only where the loop makes
+/// any: a smaller x is in the cache when it is hot, an engine's activations, and there L2 requests
+/// cost 4 % of an in-cache call for nothing).
+HWY_INLINE LineAhead LineAheadFor(LineRequests requests, uint64_t x_bytes, LineAhead small) {
   if (!PrefetchesIntoL2(x_bytes)) return small;
-  switch (line_requests(loop, x_bytes)) {
+  switch (requests) {
     case LineRequests::kNone: return {};
     case LineRequests::kL1: return {true, false};
     case LineRequests::kL1AndL2: return {true, true};
