@@ -144,7 +144,7 @@ const char* x_line_requests(std::string_view loop, DataType x_type, uint64_t ele
   // As the loops choose (kernels/simd/vectors-inl.h, LineAheadFor).
   if (kind == detail::ReadingLoop::kDequantize && x_bytes < elements) return "none";
   detail::prepare_line_requests(kind, x_bytes);
-  if (x_bytes < (uint64_t{1} << 20)) return kind == detail::ReadingLoop::kDequantize ? "none" : "L1";
+  if (x_bytes < detail::kLineRequestsFromBytes) return kind == detail::ReadingLoop::kDequantize ? "none" : "L1";
   return detail::line_requests_name(detail::line_requests(kind, x_bytes));
 }
 

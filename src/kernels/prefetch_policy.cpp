@@ -19,21 +19,22 @@
 namespace qdq::detail {
 namespace {
 
-/// QDQ_PREFETCH: unset, empty or auto (measured), or one of none, l1, l2 (into L1 and L2) for every
-/// loop, or per loop: range:none,quantize:l1,dequantize:l2 (a loop not named is measured).
-enum class PrefetchSetting : uint8_t { kAuto, kNone, kL1, kL1AndL2 };
+constexpr int8_t kUnset = -1;  // a choice not made: measured (QDQ_PREFETCH auto), not forced, not probing
 
+/// QDQ_PREFETCH per loop: a LineRequests value, or kUnset for auto (measured). The value is unset,
+/// empty or auto, one of none, l1, l2 (into L1 and L2) for every loop, or per loop:
+/// range:none,quantize:l1,dequantize:l2 (a loop not named is measured).
 struct PrefetchSettings {
-  std::array<PrefetchSetting, kReadingLoops> loop{};
+  std::array<int8_t, kReadingLoops> loop{kUnset, kUnset, kUnset};
   bool bad = false;  // the value did not parse: prepare_line_requests reports it
   std::string text;
 };
 
-bool parse_one(const std::string& word, PrefetchSetting& setting) {
-  if (word == "auto") setting = PrefetchSetting::kAuto;
-  else if (word == "none") setting = PrefetchSetting::kNone;
-  else if (word == "l1") setting = PrefetchSetting::kL1;
-  else if (word == "l2") setting = PrefetchSetting::kL1AndL2;
+bool parse_one(const std::string& word, int8_t& setting) {
+  if (word == "auto") setting = kUnset;
+  else if (word == "none") setting = static_cast<int8_t>(LineRequests::kNone);
+  else if (word == "l1") setting = static_cast<int8_t>(LineRequests::kL1);
+  else if (word == "l2") setting = static_cast<int8_t>(LineRequests::kL1AndL2);
   else return false;
   return true;
 }
@@ -44,7 +45,7 @@ PrefetchSettings parse_prefetch_settings(const char* value) {
   settings.text = value;
   const std::string& text = settings.text;
   if (text.find(':') == std::string::npos) {
-    PrefetchSetting all{};
+    int8_t all = kUnset;
     settings.bad = !parse_one(text, all);
     if (!settings.bad) settings.loop.fill(all);
     return settings;
@@ -60,7 +61,7 @@ PrefetchSettings parse_prefetch_settings(const char* value) {
     if (colon == std::string::npos || known == std::end(kNames) ||
         !parse_one(pair.substr(colon + 1), settings.loop[static_cast<size_t>(known - std::begin(kNames))])) {
       settings.bad = true;
-      settings.loop.fill(PrefetchSetting::kAuto);
+      settings.loop.fill(kUnset);
       return settings;
     }
     at = end + 1;
@@ -72,8 +73,6 @@ const PrefetchSettings& settings() {
   static const PrefetchSettings parsed = parse_prefetch_settings(std::getenv("QDQ_PREFETCH"));
   return parsed;
 }
-
-constexpr int8_t kUnset = -1;
 
 // What each loop's probe chose (L1 and L2 until it has run), forced choices for tests, and the
 // choice every loop takes on a thread that is running a probe.
@@ -173,12 +172,8 @@ LineRequests line_requests(ReadingLoop loop, uint64_t x_bytes) {
   const auto index = static_cast<size_t>(loop);
   const int8_t forced = g_forced[index].load(std::memory_order_relaxed);
   if (forced != kUnset) return static_cast<LineRequests>(forced);
-  switch (settings().loop[index]) {
-    case PrefetchSetting::kNone: return LineRequests::kNone;
-    case PrefetchSetting::kL1: return LineRequests::kL1;
-    case PrefetchSetting::kL1AndL2: return LineRequests::kL1AndL2;
-    case PrefetchSetting::kAuto: break;
-  }
+  const int8_t setting = settings().loop[index];
+  if (setting != kUnset) return static_cast<LineRequests>(setting);
   if (x_bytes < kMeasuredFromBytes) return LineRequests::kL1AndL2;
   return static_cast<LineRequests>(g_measured[index].load(std::memory_order_relaxed));
 }
@@ -192,7 +187,7 @@ void prepare_line_requests(ReadingLoop loop, uint64_t x_bytes) {
   }
   const auto index = static_cast<size_t>(loop);
   // A probe's own calls, small x and set choices need no measurement.
-  if (t_probing || x_bytes < kMeasuredFromBytes || s.loop[index] != PrefetchSetting::kAuto) return;
+  if (t_probing || x_bytes < kMeasuredFromBytes || s.loop[index] != kUnset) return;
   std::call_once(g_probe_once[index], [&] {
     struct Probing {
       Probing() { t_probing = true; }

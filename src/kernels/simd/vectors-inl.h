@@ -44,10 +44,8 @@ constexpr int64_t kChunk = 1024;
 constexpr uintptr_t kPrefetchL1Bytes = 1024;
 constexpr uintptr_t kPrefetchL2Bytes = 4096;
 
-/// Whether a call whose x occupies `x_bytes` also asks for lines into L2: from 1 MiB on. A smaller x
-/// is in the cache when it is hot (an engine's activations), and there the requests cost 4 % of an
-/// in-cache call for nothing.
-HWY_INLINE bool PrefetchesIntoL2(uint64_t x_bytes) { return x_bytes >= (uint64_t{1} << 20); }
+/// Whether a call whose x occupies `x_bytes` may ask for lines into L2: from kLineRequestsFromBytes.
+HWY_INLINE bool PrefetchesIntoL2(uint64_t x_bytes) { return x_bytes >= kLineRequestsFromBytes; }
 
 /// Whether a call that writes `y_bytes` has y past L1 (from 64 KiB) and written with ordinary stores
 /// (under 4 MiB, where QDQ_STREAM_STORES=auto never streams: stream_threshold_bytes), so that its
@@ -74,10 +72,9 @@ struct LineAhead {
   bool into_l2 = false;
 };
 
-/// The requests a loop makes for an x of `x_bytes`: from 1 MiB on, `requests` (line_requests: measured
-/// for that loop on this CPU where x streams from memory); below, `small` (L1 only where the loop makes
-/// any: a smaller x is in the cache when it is hot, an engine's activations, and there L2 requests
-/// cost 4 % of an in-cache call for nothing).
+/// The requests a loop makes for an x of `x_bytes`: from kLineRequestsFromBytes on, `requests`
+/// (line_requests: measured for that loop on this CPU where x streams from memory); below, `small`
+/// (L1 only where the loop makes any).
 HWY_INLINE LineAhead LineAheadFor(LineRequests requests, uint64_t x_bytes, LineAhead small) {
   if (!PrefetchesIntoL2(x_bytes)) return small;
   switch (requests) {
