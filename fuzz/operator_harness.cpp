@@ -21,6 +21,7 @@
 
 #include "harness.hpp"
 #include "qdq/qdq.hpp"
+#include "types/packing.hpp"
 #include "types/type_lists.hpp"
 
 namespace {
@@ -862,6 +863,28 @@ void run_dequantize(Input& in) {
         "DequantizeLinear differs between kernels/threads (force_scalar " + std::to_string(o.force_scalar) +
             ", threads " + std::to_string(o.num_threads) + ", parallel_for " + std::to_string(bool(o.parallel_for)) +
             "): " + hex_diff(y.bytes, again.bytes));
+  }
+  const int bits = qdq::bit_width(x.type);
+  if (bits < 8) {
+    // The same x one code per byte (CodeLayout::kOnePerByte), the bits above each code from a fixed
+    // pattern (no input consumed: the corpora keep their meaning): every kernel reads the same elements.
+    std::vector<uint8_t> items(static_cast<size_t>(n));
+    qdq::detail::unpack_codes(x.bytes.data(), bits, 0, n, items.data());
+    for (size_t i = 0; i < items.size(); ++i) items[i] = static_cast<uint8_t>(items[i] | ((i * 0x9Du) << bits));
+    const qdq::TensorView one_per_byte{x.type, x_shape, items.data(), items.size(), qdq::CodeLayout::kOnePerByte};
+    std::vector<qdq::ExecutionOptions> all = variants(n);
+    all.push_back(options);
+    for (const qdq::ExecutionOptions& o : all) {
+      Output again = y;
+      again.poison();
+      qdq::dequantize_linear(a, one_per_byte, sv, zp ? &zv : nullptr, again.view(), o);
+      const bool payload_open = is_float8(x.type) && holds_nan(scale);
+      QDQ_FUZZ_CHECK(
+          again.bytes == y.bytes || ((!exact_nan() || payload_open) && same_up_to_nan(y.type, y.bytes, again.bytes)),
+          "DequantizeLinear of x one code per byte differs from packed x (force_scalar " +
+              std::to_string(o.force_scalar) + ", threads " + std::to_string(o.num_threads) + "): " +
+              hex_diff(y.bytes, again.bytes));
+    }
   }
 }
 

@@ -331,6 +331,10 @@ struct QuantizeCall : KernelCall {
 };
 
 /// Everything a DequantizeLinear kernel needs, validated.
-struct DequantizeCall : KernelCall {};
+struct DequantizeCall : KernelCall {
+  // 2/4-bit x given one code per byte, in its low bits (CodeLayout::kOnePerByte): x element i is
+  // byte i of x, masked to the type's bits, instead of packed.
+  bool x_one_per_byte = false;
+};
 
 }  // namespace qdq::detail

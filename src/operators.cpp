@@ -94,7 +94,8 @@ void dequantize_linear(const DequantizeLinearAttributes& attributes, const Tenso
   call.x_requests = detail::line_requests(detail::ReadingLoop::kDequantize, x.size_bytes);
   // Blocks along an outer axis go tile by tile for 2/4-bit x, so that a tile's scales and unpacked
   // zero points serve its rows from L1 (8-bit float8 x lost 14 % in the cache in that order).
-  run_tasks(call, kernel, y.data, options, detail::bytes_moved(call.x_type, call.y_type, call.plan.elements),
+  run_tasks(call, kernel, y.data, options,
+            x.size_bytes + detail::bytes_moved(DataType::kUndefined, call.y_type, call.plan.elements),
             bit_width(call.x_type) < 8);
 }
 
@@ -105,6 +106,9 @@ DynamicQuantizationParameters dynamic_quantize_linear(const TensorView& x, const
     throw Error(op + ": opset " + std::to_string(opset) + " has no DynamicQuantizeLinear (it starts at opset 11)");
   if (x.type != DataType::kFloat)
     throw Error(op + ": x has element type " + data_type_name(x.type) + ", but must be FLOAT");
+  if (x.layout != CodeLayout::kPacked)
+    throw Error(op + ": x is given in code layout " + std::to_string(static_cast<int>(x.layout)) +
+                ", but must be packed (CodeLayout::kPacked)");
   uint64_t count;
   try {
     count = element_count(x.shape);

@@ -53,24 +53,38 @@ std::string precision_list() {
   return out.empty() ? last : out + " or " + last;
 }
 
-/// Checks that a view's buffer holds exactly its shape's elements; returns the element count.
-int64_t check_buffer(const OpName& op, const char* input, const TensorView& view) {
+/// Checks that a view's buffer holds exactly its shape's elements, in a layout the input may have
+/// (kOnePerByte only where `one_per_byte_allowed`, and only for 2/4-bit types); returns the element count.
+int64_t check_buffer(const OpName& op, const char* input, const TensorView& view, bool one_per_byte_allowed = false) {
   if (!is_known_data_type(static_cast<int32_t>(view.type))) {
     fail(op,
          std::string(input) + " has unknown element type number " + std::to_string(static_cast<int32_t>(view.type)));
+  }
+  const bool one_per_byte = view.layout == CodeLayout::kOnePerByte;
+  if (!one_per_byte && view.layout != CodeLayout::kPacked) {
+    fail(op, std::string(input) + " has unknown code layout number " + std::to_string(static_cast<int>(view.layout)));
+  }
+  if (one_per_byte && !one_per_byte_allowed) {
+    fail(op, std::string(input) +
+                 " is given one code per byte (CodeLayout::kOnePerByte), which only x of "
+                 "DequantizeLinear may be: give it packed");
+  }
+  if (one_per_byte && bit_width(view.type) >= 8) {
+    fail(op, std::string(input) + " of type " + data_type_name(view.type) +
+                 " is given one code per byte (CodeLayout::kOnePerByte), which applies only to 2/4-bit types");
   }
   uint64_t count;
   uint64_t bytes;
   try {
     count = element_count(view.shape);
-    bytes = storage_bytes(view.type, count);
+    bytes = one_per_byte ? count : storage_bytes(view.type, count);
   } catch (const Error& e) {
     fail(op, std::string(input) + ": " + e.what());
   }
   if (view.size_bytes != bytes) {
     fail(op, std::string(input) + " of type " + data_type_name(view.type) + " and shape " +
-                 shape_to_string(view.shape) + " needs " + std::to_string(bytes) + " bytes, but its buffer has " +
-                 std::to_string(view.size_bytes));
+                 shape_to_string(view.shape) + (one_per_byte ? ", one code per byte," : "") + " needs " +
+                 std::to_string(bytes) + " bytes, but its buffer has " + std::to_string(view.size_bytes));
   }
   if (bytes != 0 && view.data == nullptr) fail(op, std::string(input) + " has a null data pointer");
   return static_cast<int64_t>(count);
@@ -345,7 +359,7 @@ DequantizeCall plan_dequantize(const DequantizeLinearAttributes& a, const Tensor
   check_defined(op, "block_size", a.block_size, v, 21);
   check_defined(op, "output_dtype", a.output_dtype, v, 23);
 
-  check_buffer(op, "x", x);
+  check_buffer(op, "x", x, /*one_per_byte_allowed=*/true);
   check_buffer(op, "x_scale", x_scale);
   if (x_zero_point) check_buffer(op, "x_zero_point", *x_zero_point);
 
@@ -400,6 +414,7 @@ DequantizeCall plan_dequantize(const DequantizeLinearAttributes& a, const Tensor
   call.x_type = x.type;
   call.scale_type = x_scale.type;
   call.x = x.data;
+  call.x_one_per_byte = x.layout == CodeLayout::kOnePerByte;
   call.scale = x_scale.data;
   call.y_shape = x.shape;
   call.y_bytes = storage_bytes(call.y_type, static_cast<uint64_t>(call.plan.elements));

@@ -38,6 +38,12 @@
 
 namespace qdq {
 
+/// How the codes of a 2/4-bit type (INT4, UINT4, INT2, UINT2, FLOAT4E2M1) lie in a tensor's bytes.
+enum class CodeLayout : uint8_t {
+  kPacked,     ///< ONNX's layout: two (4-bit) or four (2-bit) codes per byte, first in the low bits.
+  kOnePerByte  ///< One code per byte, in its low bits; the high bits are not read (ml_dtypes' layout).
+};
+
 /// A read-only view of a caller-owned tensor. `data` points at `size_bytes` bytes holding
 /// element_count(shape) elements of `type` in ONNX's layout. The view does not own anything.
 struct TensorView {
@@ -45,6 +51,9 @@ struct TensorView {
   std::span<const int64_t> shape;        ///< Dimensions, row-major; empty = rank 0 (one element).
   const void* data = nullptr;            ///< The first byte of the elements.
   size_t size_bytes = 0;                 ///< Bytes at `data`: exactly storage_bytes(type, element_count(shape)).
+  /// kOnePerByte: a 2/4-bit x of DequantizeLinear given one code per byte (size_bytes is then the
+  /// element count), read in place, as fast as packed codes; every other operand must be kPacked.
+  CodeLayout layout = CodeLayout::kPacked;
 };
 
 /// A writable view of a caller-owned output buffer; the same layout rules as TensorView.

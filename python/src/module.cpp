@@ -12,7 +12,8 @@
 // read of the items, in L1-sized chunks), sub-byte outputs unpacked with unpack_all_codes (INT4/INT2
 // sign-extended into int8 in the same pass), both compiled for AVX-512 and AVX2 too: vectorised
 // passes at memory speed; src/types/packing.hpp is the one place that knows the layout. ml_dtypes
-// sub-byte arrays are read as they are (the low bits of each byte). A tensor may also be given as a
+// sub-byte arrays are read as they are (the low bits of each byte); DequantizeLinear's x in that form
+// goes to the library as it is (qdq::CodeLayout::kOnePerByte), with no pass here. A tensor may also be given as a
 // (uint8 array of ONNX's packed bytes, shape) tuple and QuantizeLinear's result returned packed.
 // Outputs are new arrays in these conventions (sub-byte signed types as int8), their memory and the
 // packing scratch from BlockPool, which keeps freed large blocks for the next call (no page faults in
@@ -1116,6 +1117,19 @@ Result dequantize_linear_with(const qdq::DequantizeLinearAttributes& attrs, cons
   const qdq::TensorView* zv = zi ? &zi->view : nullptr;
   // Validated with the types the caller gave (the operator version's type rules apply to those).
   const qdq::TensorSpec spec = qdq::dequantize_linear_output(attrs, xi.view, si.view, zv);
+  if (xi.items != nullptr && !xi.check_items) {
+    // An ml_dtypes sub-byte array (the low bits of each byte are the code): the library reads it in
+    // place, one code per byte, as fast as packed codes; no pass of this layer over x.
+    if (zi) zi->pack_whole();
+    const qdq::TensorView x_items{xi.view.type, xi.view.shape, xi.items, qdq::element_count(xi.shape),
+                                  qdq::CodeLayout::kOnePerByte};
+    Output y(spec, out, false);
+    {
+      const GilRelease gil(x_items.size_bytes >= kReleaseGilElements);
+      qdq::dequantize_linear(attrs, x_items, si.view, zi ? &zi->view : nullptr, y.view);
+    }
+    return {std::move(y.array), y.type};
+  }
   // Into the caller's out=, x is checked whole before anything is written; a new result may be
   // abandoned half-written when a later chunk holds a bad item, so x is checked chunk by chunk.
   const ChunkPlan plan = xi.items && out.is_none() ? ChunkPlan(xi.view, si.view, zv, attrs.axis, attrs.block_size,

@@ -103,6 +103,43 @@ def test_ml_dtypes_sub_byte_inputs_use_the_low_bits_only():
     assert qdq.dequantize_linear(dirty_u, np.float32(2)).tolist() == [0, 6, 2, 4]
 
 
+@pytest.mark.skipif(not qdq.HAVE_ML_DTYPES, reason="ml_dtypes is not installed: only the CodeArray representation is tested")
+@pytest.mark.parametrize("name", ["int4", "uint4", "int2", "uint2", "float4_e2m1fn"])
+@pytest.mark.parametrize("shape,scale_shape,kw", [
+    ((7,), (), {}),
+    ((33, 131), (), {}),
+    ((64, 1024), (64,), {"axis": 0}),
+    ((64, 1024), (64, 32), {"axis": 1, "block_size": 32}),
+    ((256, 300), (8, 300), {"axis": 0, "block_size": 32}),
+    ((3, 5, 7), (3, 2, 7), {"axis": 1, "block_size": 3}),
+    ((1024, 1024), (1024, 32), {"axis": -1, "block_size": 32}),  # 1 Mi elements: the library's threads
+])
+def test_ml_dtypes_sub_byte_x_is_read_in_place_as_packed(name, shape, scale_shape, kw):
+    """DequantizeLinear of an ml_dtypes sub-byte array (read by the library one code per byte, high bits
+    dirty) gives the bytes of the same codes given packed, with an ml_dtypes zero point, and into out=."""
+    import ml_dtypes
+
+    dtype = np.dtype(getattr(ml_dtypes, name))
+    bits = 2 if name.endswith("2") else 4
+    rng = np.random.default_rng(sum(shape) + bits)
+    codes = rng.integers(0, 1 << bits, shape, dtype=np.uint8)
+    dirty = (codes | (rng.integers(0, 256, shape, dtype=np.uint8) << bits)).view(dtype)
+    given = qdq.PackedTensor(numpy_pack(codes, bits), name.replace("_e2m1fn", "e2m1"), shape)
+    s = rng.uniform(0.5, 2, scale_shape).astype(np.float32)
+    zp_args = [()]
+    if not name.startswith("float"):
+        zp_codes = rng.integers(0, 1 << bits, scale_shape, dtype=np.uint8)
+        zp_args.append((zp_codes.view(dtype),))
+    for zp in zp_args:
+        expected = qdq.dequantize_linear(given, s, *zp, **kw)
+        got = qdq.dequantize_linear(dirty, s, *zp, **kw)
+        assert got.dtype == expected.dtype and got.shape == expected.shape
+        assert got.tobytes() == expected.tobytes(), (name, shape, kw, bool(zp))
+        out = np.full(shape, np.nan, np.float32)
+        assert qdq.dequantize_linear(dirty, s, *zp, out=out, **kw) is out
+        assert out.tobytes() == expected.tobytes()
+
+
 def test_out_of_range_codes_are_still_named():
     with pytest.raises(ValueError, match="element 2 is 16"):
         qdq.dequantize_linear(_uint4_with(16), np.float32(1))

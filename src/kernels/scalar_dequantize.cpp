@@ -13,13 +13,32 @@ namespace {
 using T = DataType;
 constexpr int64_t kChunk = 256;
 
+/// The code of element `index` of x of type X, zero-extended: packed, or one per byte (masked).
+template <class X>
+uint32_t x_code(const DequantizeCall& c, int64_t index) {
+  if constexpr (X::kBits < 8) {
+    if (c.x_one_per_byte) return static_cast<const uint8_t*>(c.x)[index] & ((1u << X::kBits) - 1);
+  }
+  return static_cast<uint32_t>(load_code_of<X>(c.x, index));
+}
+
+/// Element `index` of an integer x of type X, sign-extended as it says.
+template <class X>
+int64_t x_integer(const DequantizeCall& c, int64_t index) {
+  if constexpr (X::kBits < 8) {
+    const uint32_t code = x_code<X>(c, index);
+    return X::kSigned ? sign_extend(code, X::kBits) : static_cast<int64_t>(code);
+  }
+  return load_integer_of<X>(c.x, index);
+}
+
 /// float32(x − zero point) of elements [first, first + count) of x of type X.
 template <class X>
 void differences(const DequantizeCall& c, int64_t first, int64_t count, int64_t param_index, int step, float* d) {
   if constexpr (X::kKind == TypeKind::kMiniFloat) {
     using F = typename X::Format;
     for (int64_t i = 0; i < count; ++i) {
-      float v = decode<F>(static_cast<uint32_t>(load_code_of<X>(c.x, first + i)));
+      float v = decode<F>(x_code<X>(c, first + i));
       if constexpr (has_float_zero_point(X::value)) {
         if (c.zero_point != nullptr)
           v -= decode<F>(static_cast<uint32_t>(load_code_of<X>(c.zero_point, param_index + i * step)));
@@ -28,7 +47,7 @@ void differences(const DequantizeCall& c, int64_t first, int64_t count, int64_t 
     }
   } else if constexpr (X::kKind == TypeKind::kInteger && X::kBits <= 32) {
     for (int64_t i = 0; i < count; ++i) {
-      int64_t v = load_integer_of<X>(c.x, first + i);
+      int64_t v = x_integer<X>(c, first + i);
       if (c.zero_point != nullptr) v -= load_integer(c.zero_point, c.zero_point_type, param_index + i * step);
       d[i] = static_cast<float>(v);  // one rounding (RNE); exact below 2^24
     }

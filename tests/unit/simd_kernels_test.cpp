@@ -23,6 +23,7 @@
 #include "plan.hpp"
 #include "qdq/qdq.hpp"
 #include "types/float_formats.hpp"
+#include "types/packing.hpp"
 #include "types/type_lists.hpp"
 
 #include "kernels/simd/quotient_route.hpp"
@@ -247,7 +248,7 @@ class SimdKernelsTest : public testing::TestWithParam<std::string> {
   void check_quantize(T x_type, T scale_type, T y_type, const Shape& shape, int64_t axis, int64_t block, bool saturate,
                       bool with_zp, std::mt19937& rng, bool one_task = false);
   void check_dequantize(T x_type, T scale_type, T y_type, const Shape& shape, int64_t axis, int64_t block, bool with_zp,
-                        std::mt19937& rng, bool one_task = false);
+                        std::mt19937& rng, bool one_task = false, bool one_per_byte = false);
   void check_quantize_with(T x_type, T scale_type, T y_type, const Shape& shape, const Shape& scale_shape, int64_t axis,
                            int64_t block, bool saturate, const std::vector<float>& scales,
                            const std::vector<float>& x_values, std::mt19937& rng);
@@ -427,7 +428,8 @@ void SimdKernelsTest::check_quantize(T x_type, T scale_type, T y_type, const Sha
 }
 
 void SimdKernelsTest::check_dequantize(T x_type, T scale_type, T y_type, const Shape& shape, int64_t axis,
-                                       int64_t block, bool with_zp, std::mt19937& rng, bool one_task) {
+                                       int64_t block, bool with_zp, std::mt19937& rng, bool one_task,
+                                       bool one_per_byte) {
   const int64_t n = count_of(shape);
   Shape scale_shape;
   if (block > 0) {
@@ -469,21 +471,40 @@ void SimdKernelsTest::check_dequantize(T x_type, T scale_type, T y_type, const S
   attributes.axis = axis < 0 ? 0 : axis;
   if (block > 0) attributes.block_size = block;
   attributes.output_dtype = static_cast<int64_t>(y_type);
-  const TensorView xv = x.view();
+  TensorView xv = x.view();
   const TensorView sv = s.view();
   const TensorView zv = zp.view();
+  // x's codes one per byte (CodeLayout::kOnePerByte), each byte's unused high bits random: the scalar
+  // kernel must read the same values as from the packed codes, and every target as the scalar one.
+  std::vector<uint8_t> items;
+  const int bits = bit_width(x_type);
+  if (one_per_byte) {
+    items.resize(static_cast<size_t>(n));
+    qdq::detail::unpack_codes(x.bytes.data(), bits, 0, n, items.data());
+    for (uint8_t& item : items) item = static_cast<uint8_t>(item | (rng() << bits));
+    const DequantizeCall packed_call = plan_dequantize(attributes, xv, sv, with_zp ? &zv : nullptr);
+    xv = TensorView{x_type, shape, items.data(), items.size(), qdq::CodeLayout::kOnePerByte};
+    const DequantizeCall call = plan_dequantize(attributes, xv, sv, with_zp ? &zv : nullptr);
+    std::vector<uint8_t> from_packed(packed_call.y_bytes, 0xA5), from_items(call.y_bytes, 0xA5);
+    run_scalar(packed_call, from_packed.data(), 0, n);
+    run_scalar(call, from_items.data(), 0, n);
+    ASSERT_EQ(first_difference(from_items, from_packed), -1)
+        << "the scalar kernel, codes one per byte against packed: "
+        << describe(x_type, scale_type, y_type, shape, axis, block, false, with_zp);
+  }
   const DequantizeCall call = plan_dequantize(attributes, xv, sv, with_zp ? &zv : nullptr);
+  const std::string layout = one_per_byte ? " one code per byte" : "";
 
-  expect_target_matches_scalar(
-      call, n, one_task ? std::vector<int64_t>{0, n} : task_bounds(n, rng),
-      describe(x_type, scale_type, y_type, shape, axis, block, false, with_zp) + (one_task ? " one task" : ""));
+  expect_target_matches_scalar(call, n, one_task ? std::vector<int64_t>{0, n} : task_bounds(n, rng),
+                               describe(x_type, scale_type, y_type, shape, axis, block, false, with_zp) + layout +
+                                   (one_task ? " one task" : ""));
   // And in row-tile tasks, where they apply: a grain of 8192 cuts rows of 2052 into runs of 1024
   // columns (qdq's, 32768, takes 4096).
   const std::vector<RowTileTasks::Task> tiles = row_tile_tasks(call.plan, 8192);
   if (!tiles.empty()) {
     expect_target_matches_scalar(
-        call, n, {0, n}, describe(x_type, scale_type, y_type, shape, axis, block, false, with_zp) + " row-tile tasks",
-        &tiles);
+        call, n, {0, n},
+        describe(x_type, scale_type, y_type, shape, axis, block, false, with_zp) + layout + " row-tile tasks", &tiles);
   }
 }
 
@@ -731,6 +752,34 @@ TEST_P(SimdKernelsTest, DequantizeEveryTypeCombinationAndGranularity) {
     }
   }
   expect_compared(1755);
+}
+
+// 2/4-bit x given one code per byte (ml_dtypes' layout), with random high bits: the same values as
+// packed, on every path (per tensor with and without a zero point, the FLOAT4E2M1 tables' cases,
+// per axis, blocks of whole vectors, uniform and ragged blocks, blocks along the first axis in
+// row tiles), at lengths that end inside a packed byte and in calls large enough for every piece.
+TEST_P(SimdKernelsTest, DequantizeCodesGivenOnePerByte) {
+  std::mt19937 rng(61);
+  for (T x : kQuantizedTypes) {
+    if (bit_width(x) >= 8) continue;
+    const bool zp = qdq::detail::is_quantized_integer(x);
+    for (T y : kDequantizedTypes) {
+      for (int64_t len : {1, 3, 7, 33, 131, 4099}) {
+        check_dequantize(x, T::kFloat, y, {len}, -1, 0, false, rng, false, true);
+        if (zp) check_dequantize(x, T::kFloat, y, {len}, -1, 0, true, rng, false, true);
+      }
+      check_dequantize(x, T::kFloat, y, {5, 37}, 0, 0, zp, rng, false, true);
+      check_dequantize(x, T::kBFloat16, y, {3, 43}, 1, 0, zp, rng, false, true);
+      check_dequantize(x, T::kFloat, y, {4, 39}, 1, 3, zp, rng, false, true);
+      check_dequantize(x, T::kFloat, y, {6, 256}, 1, 32, zp, rng, false, true);
+      check_dequantize(x, T::kFloat16, y, {3, 192}, 1, 96, zp, rng, false, true);
+      check_dequantize(x, T::kFloat, y, {7, 21}, 0, 2, zp, rng, false, true);
+      check_dequantize(x, T::kFloat, y, {64, 2052}, 0, 32, zp, rng, false, true);
+      check_dequantize(x, T::kFloat, y, {8, 16384}, 1, 32, zp, rng, true, true);
+      check_dequantize(x, T::kFloat, y, {65536}, -1, 0, zp, rng, true, true);
+    }
+  }
+  expect_compared(624);
 }
 
 TEST_P(SimdKernelsTest, DequantizeEveryCodeOfEveryType) {

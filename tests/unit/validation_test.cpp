@@ -44,6 +44,7 @@
 // | input buffer byte size ≠ its shape's (x, scale, zero point)       | Buffers.InputByteSizeMismatch          |
 // | null data pointer with bytes to read                              | Buffers.NullData                       |
 // | unknown element type number                                       | Buffers.UnknownTypeNumber              |
+// | one code per byte but DQ's 2/4-bit x; its size; unknown layout    | Buffers.CodesOnePerByteOnlyForDequantizeX |
 // | output type / shape / byte size mismatch                          | Buffers.OutputMismatch                 |
 // | Dynamic: empty x, non-FLOAT x, y not UINT8 / wrong size           | Dynamic.InvalidInputs                  |
 // | Dynamic: x buffer size ≠ shape (no 64-bit wrap), null x           | Dynamic.InvalidBuffers                 |
@@ -661,6 +662,50 @@ TEST(Buffers, UnknownTypeNumber) {
   Tensor x = X23();
   x.type = static_cast<DataType>(99);
   q_rejects(qa(25), x, S1(), nullptr, {{"QuantizeLinear-25"}, {"x"}, {"99"}}, "Q x type 99");
+}
+
+TEST(Buffers, CodesOnePerByteOnlyForDequantizeX) {
+  using qdq::CodeLayout;
+  const std::vector<uint8_t> items = {1, 2, 0xF3, 4, 5};  // five INT4 codes one per byte
+  const Shape five{5};
+  const qdq::TensorView x{DataType::kInt4, five, items.data(), 5, CodeLayout::kOnePerByte};
+  std::vector<float> y(5, -1.0f);
+  const qdq::MutableTensorView yv{DataType::kFloat, five, y.data(), 20};
+  qdq::dequantize_linear(dqa(25), x, S1().view(), nullptr, yv);
+  EXPECT_EQ(y, (std::vector<float>{1, 2, 3, 4, 5}));
+  // A zero point, a scale, QuantizeLinear's x or DynamicQuantizeLinear's x one per byte.
+  const std::vector<uint8_t> zp_item = {1};
+  const qdq::TensorView zp{DataType::kInt4, {}, zp_item.data(), 1, CodeLayout::kOnePerByte};
+  expect_error([&] { qdq::dequantize_linear(dqa(25), x, S1().view(), &zp, yv); },
+               {{"DequantizeLinear-25"}, {"x_zero_point"}, {"one code per byte"}}, "DQ zero point one per byte");
+  qdq::TensorView s = S1().view();
+  s.layout = CodeLayout::kOnePerByte;
+  expect_error([&] { qdq::dequantize_linear_output(dqa(25), x, s, nullptr); },
+               {{"DequantizeLinear-25"}, {"x_scale"}, {"one code per byte"}}, "DQ scale one per byte");
+  qdq::TensorView qx = X23().view();
+  qx.layout = CodeLayout::kOnePerByte;
+  expect_error([&] { qdq::quantize_linear_output(qa(25), qx, S1().view(), nullptr); },
+               {{"QuantizeLinear-25"}, {"x"}, {"one code per byte"}}, "Q x one per byte");
+  std::vector<uint8_t> dy(6, 0x33);
+  expect_error(
+      [&] {
+        qdq::dynamic_quantize_linear(qx, {DataType::kUint8, X23().shape, dy.data(), 6});
+      },
+      {{"DynamicQuantizeLinear"}, {"x"}, {"packed"}}, "Dynamic x one per byte");
+  EXPECT_EQ(dy, std::vector<uint8_t>(6, 0x33));
+  // 8-bit x, a buffer of the packed size, an unknown layout number.
+  Tensor x8 = from_ints(DataType::kInt8, {5}, {1, 2, 3, 4, 5});
+  qdq::TensorView x8v = x8.view();
+  x8v.layout = CodeLayout::kOnePerByte;
+  expect_error([&] { qdq::dequantize_linear_output(dqa(25), x8v, S1().view(), nullptr); },
+               {{"DequantizeLinear-25"}, {"x"}, {"INT8"}, {"2/4-bit"}}, "DQ INT8 x one per byte");
+  const qdq::TensorView short_x{DataType::kInt4, five, items.data(), 3, CodeLayout::kOnePerByte};
+  expect_error([&] { qdq::dequantize_linear(dqa(25), short_x, S1().view(), nullptr, yv); },
+               {{"DequantizeLinear-25"}, {"x"}, {"one code per byte"}, {"5"}, {"3"}}, "DQ x one per byte, 3 bytes");
+  const qdq::TensorView odd_x{DataType::kInt4, five, items.data(), 5, static_cast<CodeLayout>(7)};
+  expect_error([&] { qdq::dequantize_linear(dqa(25), odd_x, S1().view(), nullptr, yv); },
+               {{"DequantizeLinear-25"}, {"x"}, {"layout"}, {"7"}}, "DQ x layout 7");
+  EXPECT_EQ(y, (std::vector<float>{1, 2, 3, 4, 5}));
 }
 
 TEST(Buffers, OutputMismatch) {

@@ -416,6 +416,19 @@ template <T Y>
 constexpr int64_t kOutputBytesPer = TypeTraits<Y>::kBits / 8;
 
 /// Where output element `at` starts in y.
+/// x's 2/4-bit codes [first, first + count) as one value per byte (kOffset: less `offset`), as
+/// UnpackCodes gives them: from packed codes, or from codes given one per byte (c.x_one_per_byte).
+template <T X, bool kOffset = false>
+HWY_INLINE void XCodes(const DequantizeCall& c, int64_t first, int64_t count, uint8_t* codes, uint8_t offset = 0) {
+  constexpr int kBits = InBits(X);
+  const auto* const x = static_cast<const uint8_t*>(c.x);
+  if (c.x_one_per_byte) {
+    ExpandCodesOnePerByte<kBits, IsSignedIn(X), kOffset>(x + first, count, codes, offset);
+  } else {
+    UnpackCodes<kBits, IsSignedIn(X), kOffset>(x, first, count, codes, offset);
+  }
+}
+
 template <T Y>
 HWY_INLINE uint8_t* OutputAt(void* y, int64_t at) {
   return static_cast<uint8_t*>(y) + at * kOutputBytesPer<Y>;
@@ -580,7 +593,7 @@ HWY_NOINLINE void DequantizeGeneral(const DequantizeCall& c, void* y, int64_t be
   constexpr int kBits = InBits(X);
 #if HWY_TARGET == HWY_AVX2
   if constexpr (X == T::kFloat4E2M1) {
-    if (c.plan.granularity == Granularity::kPerTensor) {
+    if (c.plan.granularity == Granularity::kPerTensor && !c.x_one_per_byte) {  // the table reads packed bytes
       begin = DequantizeFloat4BySignedTable<X, Y>(c, y, begin, end, stream);
     }
   }
@@ -616,16 +629,17 @@ HWY_NOINLINE void DequantizeGeneral(const DequantizeCall& c, void* y, int64_t be
   // A row-tile task (c.columns, from RowTileTasks: blocks along an outer axis) goes tile by tile
   // across its rows, so that a tile's scales (and unpacked zero points) are read from L1 for each.
   const bool tiles = c.columns.set();
+  const int x_bits = c.x_one_per_byte ? 8 : kBits;  // bits of x per element, as it lies
   const bool next_row_into_l2 =
-      tiles && PrefetchesIntoL2(static_cast<uint64_t>(c.plan.elements) * static_cast<uint64_t>(kBits) / 8);
+      tiles && PrefetchesIntoL2(static_cast<uint64_t>(c.plan.elements) * static_cast<uint64_t>(x_bits) / 8);
   ChunkOrder order(c.plan, begin, end, kChunk, c.columns);
   for (int64_t chunk, chunk_end; order.next(chunk, chunk_end);) {
     if (tiles) cursor.seek(chunk);
     if (next_row_into_l2) {
       // Each piece's x lies in another page, where the hardware prefetchers start again: the next
       // row's piece of the tile is asked for into L2 now.
-      PrefetchIntoL2(reinterpret_cast<uintptr_t>(c.x) + static_cast<uintptr_t>((chunk + c.plan.inner) * kBits / 8),
-                     static_cast<uintptr_t>((chunk_end - chunk) * kBits / 8));
+      PrefetchIntoL2(reinterpret_cast<uintptr_t>(c.x) + static_cast<uintptr_t>((chunk + c.plan.inner) * x_bits / 8),
+                     static_cast<uintptr_t>((chunk_end - chunk) * x_bits / 8));
     }
     const PieceOutput piece(stage, stream, OutputAt<Y>(y, chunk));
     const auto finish = [&] { piece.Finish(static_cast<size_t>((chunk_end - chunk) * kOutputBytesPer<Y>)); };
@@ -635,15 +649,14 @@ HWY_NOINLINE void DequantizeGeneral(const DequantizeCall& c, void* y, int64_t be
       // `chunk` is a multiple of 4: whole bytes vectorised, a partial last byte by the scalar rest.
       if constexpr (IsIntegerIn(X)) {
         if (zero_point_in_codes) {
-          UnpackCodes<kBits, IsSignedIn(X), true>(static_cast<const uint8_t*>(c.x), chunk, chunk_end - chunk, codes,
-                                                  zero_point_byte);
+          XCodes<X, true>(c, chunk, chunk_end - chunk, codes, zero_point_byte);
           DequantizeRunWith<T::kInt8, Y>(c, codes, 0, chunk - out_base, chunk_end - chunk, per_tensor_scale,
                                          hn::Zero(DI()), hn::Zero(DF()), out);
           finish();
           continue;
         }
       }
-      UnpackCodes<kBits, IsSignedIn(X)>(static_cast<const uint8_t*>(c.x), chunk, chunk_end - chunk, codes);
+      XCodes<X>(c, chunk, chunk_end - chunk, codes);
     }
     if (expand) {
       // Long segments whose float32 scales step by one read their parameters in place; whatever
@@ -734,9 +747,7 @@ HWY_NOINLINE void DequantizeUniformBlocks(const DequantizeCall& c, void* y, int6
     int64_t src_base = 0;  // x element e is src[e - src_base]
     if constexpr (kBits < 8) {
       // Pieces start and end on multiples of 4 elements: whole bytes.
-      const int per_byte = 8 / kBits;
-      UnpackWholeBytes<kBits, IsSignedIn(X)>(static_cast<const uint8_t*>(c.x) + piece / per_byte,
-                                             (piece_end - piece) / per_byte, codes);
+      XCodes<X>(c, piece, piece_end - piece, codes);
       src = codes;
       src_base = piece;
     }
@@ -785,9 +796,7 @@ HWY_NOINLINE void DequantizeVectorBlocks(const DequantizeCall& c, void* y, int64
     int64_t src_index = piece;
     if constexpr (kBits < 8) {
       // Pieces start and end on whole blocks of at least 4 elements: whole bytes.
-      const int per_byte = 8 / kBits;
-      UnpackWholeBytes<kBits, IsSignedIn(X)>(static_cast<const uint8_t*>(c.x) + piece / per_byte, count / per_byte,
-                                             codes);
+      XCodes<X>(c, piece, count, codes);
       src = codes;
       src_index = 0;
     }
@@ -836,7 +845,7 @@ HWY_NOINLINE void DequantizeTask(const DequantizeCall& c, void* y, int64_t begin
   const int64_t lanes = static_cast<int64_t>(hn::Lanes(DF()));
 #if HWY_TARGET == HWY_AVX2
   if constexpr (X == T::kFloat4E2M1) {
-    if (UniformBlocks(c.plan, lanes)) {
+    if (UniformBlocks(c.plan, lanes) && !c.x_one_per_byte) {  // its table reads packed bytes
       // Whole blocks in the middle; a partial block at either end of the task goes the general way.
       const WholeBlocks whole = WholeBlocksOf(begin, end, c.plan.block, c.plan.block);
       DequantizeGeneral<X, Y>(c, y, begin, whole.lo, stream);

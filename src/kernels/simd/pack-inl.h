@@ -305,6 +305,41 @@ HWY_INLINE void UnpackWholeBytes(const uint8_t* packed, int64_t bytes, uint8_t* 
   }
 }
 
+/// The values of `count` 2/4-bit codes given one per byte (in its low bits; the high bits are not
+/// read), as UnpackCodes gives them from packed codes (kOffset: less `offset`): a mask, and for
+/// signed codes an exclusive or and a subtraction, per vector at the target's full width.
+template <int kBits, bool kSigned = false, bool kOffset = false>
+HWY_INLINE void ExpandCodesOnePerByte(const uint8_t* items, int64_t count, uint8_t* codes, uint8_t offset = 0) {
+  CheckPackedWidth<kBits>();
+  const hn::ScalableTag<uint8_t> d8;
+  if constexpr (!kOffset) offset = 0;
+  constexpr uint8_t kMask = static_cast<uint8_t>((1u << kBits) - 1);
+  constexpr uint8_t kHalf = static_cast<uint8_t>(1u << (kBits - 1));
+  // Signed: ((code ^ half) - half) is the int8 value; the offset then comes off the same bytes.
+  const auto mask = hn::Set(d8, kMask);
+  const auto half = hn::Set(d8, kHalf);
+  const auto less = hn::Set(d8, static_cast<uint8_t>((kSigned ? kHalf : 0) + offset));
+  const auto value_of = [&](auto item) QDQ_INLINE_LAMBDA {
+    auto code = hn::And(item, mask);
+    if constexpr (kSigned) code = hn::Xor(code, half);
+    if constexpr (kSigned || kOffset) code = hn::Sub(code, less);
+    return code;
+  };
+  const auto lanes = static_cast<int64_t>(hn::Lanes(d8));
+  int64_t i = 0;
+  for (; i + 2 * lanes <= count; i += 2 * lanes) {
+    const auto a = hn::LoadU(d8, items + i);
+    const auto b = hn::LoadU(d8, items + i + lanes);
+    hn::StoreU(value_of(a), d8, codes + i);
+    hn::StoreU(value_of(b), d8, codes + i + lanes);
+  }
+  for (; i < count; ++i) {
+    const uint8_t code = items[i] & kMask;
+    const uint8_t value = kSigned ? static_cast<uint8_t>((code ^ kHalf) - kHalf) : code;
+    codes[i] = static_cast<uint8_t>(value - offset);
+  }
+}
+
 /// Unpacks codes [first, first + count) of a packed 2/4-bit array into one value per byte, as
 /// UnpackWholeBytes does (kOffset: less `offset`): the whole bytes vectorised, a partial byte at
 /// either end through unpack_codes.
