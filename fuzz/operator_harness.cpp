@@ -773,6 +773,28 @@ void run_quantize(Input& in) {
                        ", threads " + std::to_string(o.num_threads) + ", parallel_for " +
                        std::to_string(bool(o.parallel_for)) + "): " + hex_diff(y.bytes, again.bytes));
   }
+  const int bits = qdq::bit_width(y.type);
+  if (bits < 8 && y.type != T::kFloat4E2M1) {
+    // The same call with y one value per byte (CodeLayout::kOnePerByte): y's codes as int8/uint8 values,
+    // on every kernel and thread count.
+    std::vector<uint8_t> expected(static_cast<size_t>(n));
+    qdq::detail::unpack_codes(y.bytes.data(), bits, 0, n, expected.data());
+    if (qdq::is_signed(y.type)) {
+      for (uint8_t& v : expected) v = static_cast<uint8_t>(qdq::detail::sign_extend(v, bits));
+    }
+    std::vector<qdq::ExecutionOptions> all = variants(n);
+    all.emplace_back();
+    for (const qdq::ExecutionOptions& o : all) {
+      std::vector<uint8_t> values(static_cast<size_t>(n) + 1, 0xA5);
+      qdq::quantize_linear(a, xv, sv, zp ? &zv : nullptr,
+                           {y.type, x_shape, values.data(), static_cast<size_t>(n), qdq::CodeLayout::kOnePerByte}, o);
+      QDQ_FUZZ_CHECK(values[static_cast<size_t>(n)] == 0xA5, "QuantizeLinear one value per byte wrote past y");
+      values.pop_back();
+      QDQ_FUZZ_CHECK(values == expected, "QuantizeLinear one value per byte differs from packed y (force_scalar " +
+                                             std::to_string(o.force_scalar) + ", threads " +
+                                             std::to_string(o.num_threads) + "): " + hex_diff(expected, values));
+    }
+  }
 }
 
 void run_dequantize(Input& in) {
@@ -882,8 +904,8 @@ void run_dequantize(Input& in) {
       QDQ_FUZZ_CHECK(
           again.bytes == y.bytes || ((!exact_nan() || payload_open) && same_up_to_nan(y.type, y.bytes, again.bytes)),
           "DequantizeLinear of x one code per byte differs from packed x (force_scalar " +
-              std::to_string(o.force_scalar) + ", threads " + std::to_string(o.num_threads) + "): " +
-              hex_diff(y.bytes, again.bytes));
+              std::to_string(o.force_scalar) + ", threads " + std::to_string(o.num_threads) +
+              "): " + hex_diff(y.bytes, again.bytes));
     }
   }
 }

@@ -3,10 +3,12 @@
 // invalid call and nothing is written before all checks have passed.
 #include "plan.hpp"
 
+#include "types/integer_types.hpp"
 #include "types/type_traits.hpp"
 
 #include <algorithm>
 #include <sstream>
+#include <string_view>
 
 namespace qdq::detail {
 namespace {
@@ -254,8 +256,22 @@ void check_output(const OpName& op, const MutableTensorView& y, DataType type, s
   if (!std::equal(y.shape.begin(), y.shape.end(), shape.begin(), shape.end())) {
     fail(op, "output y has shape " + shape_to_string(y.shape) + ", expected x's shape " + shape_to_string(shape));
   }
+  const bool one_per_byte = y.layout == CodeLayout::kOnePerByte;
+  if (!one_per_byte && y.layout != CodeLayout::kPacked) {
+    fail(op, "output y has unknown code layout number " + std::to_string(static_cast<int>(y.layout)));
+  }
+  if (one_per_byte) {
+    // One value per byte: QuantizeLinear's 2/4-bit integer outputs only (8-bit kernels, then clamped).
+    if (std::string_view(op.name) != "QuantizeLinear" || !is_quantized_integer(type) || bit_width(type) >= 8) {
+      fail(op, "output y of type " + data_type_name(type) +
+                   " cannot be written one value per byte (CodeLayout::kOnePerByte): only QuantizeLinear's "
+                   "INT4, UINT4, INT2 and UINT2 outputs can");
+    }
+    bytes = static_cast<uint64_t>(element_count(shape));
+  }
   if (y.size_bytes != bytes) {
-    fail(op, "output y buffer has " + std::to_string(y.size_bytes) + " bytes, expected " + std::to_string(bytes));
+    fail(op, "output y buffer has " + std::to_string(y.size_bytes) + " bytes, expected " + std::to_string(bytes) +
+                 (one_per_byte ? " (one value per byte)" : ""));
   }
   if (bytes != 0 && y.data == nullptr) fail(op, "output y has a null data pointer");
 }

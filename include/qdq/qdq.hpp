@@ -41,7 +41,8 @@ namespace qdq {
 /// How the codes of a 2/4-bit type (INT4, UINT4, INT2, UINT2, FLOAT4E2M1) lie in a tensor's bytes.
 enum class CodeLayout : uint8_t {
   kPacked,     ///< ONNX's layout: two (4-bit) or four (2-bit) codes per byte, first in the low bits.
-  kOnePerByte  ///< One code per byte, in its low bits; the high bits are not read (ml_dtypes' layout).
+  kOnePerByte  ///< One code per byte, in its low bits (ml_dtypes' layout): an input's high bits are not
+               ///< read; an output's bytes are the values as int8 (INT4, INT2) or uint8 (UINT4, UINT2).
 };
 
 /// A read-only view of a caller-owned tensor. `data` points at `size_bytes` bytes holding
@@ -62,6 +63,9 @@ struct MutableTensorView {
   std::span<const int64_t> shape;        ///< Dimensions, row-major; empty = rank 0 (one element).
   void* data = nullptr;                  ///< The first byte of the output buffer.
   size_t size_bytes = 0;                 ///< Bytes at `data`: exactly storage_bytes(type, element_count(shape)).
+  /// kOnePerByte: QuantizeLinear's INT4, UINT4, INT2 or UINT2 y written one value per byte (size_bytes
+  /// is then the element count), as int8/uint8, from the 8-bit kernels; every other output is kPacked.
+  CodeLayout layout = CodeLayout::kPacked;
 };
 
 /// What an operator will produce: the caller allocates `size_bytes` bytes for it.
@@ -137,10 +141,11 @@ QDQ_API TensorSpec quantize_linear_output(const QuantizeLinearAttributes& attrib
 
 /// Computes QuantizeLinear: y = saturate(round_half_even(x / y_scale) + y_zero_point), per-tensor,
 /// per-axis or blocked as the scale's shape says. `y` must match quantize_linear_output exactly
-/// (type, shape, byte size). Validates everything before writing; on error throws qdq::Error and
-/// leaves `y` untouched. Allocates nothing proportional to the tensor (fixed scratch on the stack: up to
-/// about 56 KiB per thread, see the top of this file); threads as `options` say, with results independent
-/// of the thread count.
+/// (type, shape, byte size; or, one value per byte, the element count). Validates everything before
+/// writing; on error throws qdq::Error and leaves `y` untouched. Allocates nothing proportional to the
+/// tensor (fixed scratch on the stack: up to about 56 KiB per thread, see the top of this file; a
+/// one-value-per-byte y with a zero point: its values, one byte per scale element); threads as
+/// `options` say, with results independent of the thread count.
 QDQ_API void quantize_linear(const QuantizeLinearAttributes& attributes, const TensorView& x, const TensorView& y_scale,
                              const TensorView* y_zero_point, const MutableTensorView& y,
                              const ExecutionOptions& options = {});

@@ -19,8 +19,8 @@
 // packing scratch from BlockPool, which keeps freed large blocks for the next call (no page faults in
 // a loop that drops its results). Sub-byte integers skip the packed layout where the 8-bit kernels
 // give the same values: dequantized as int8/uint8 when given as values (INT4/INT2 two's complement
-// codes, as ml_dtypes stores them, sign-extended into int8 first), quantized to int8/uint8 and
-// clamped (quantize_as_byte_integers). qdq::Error becomes ValueError with the library's message. The GIL
+// codes in a uint8 CodeArray sign-extended into int8 first), quantized one value per byte by the
+// library (quantize_as_byte_integers). qdq::Error becomes ValueError with the library's message. The GIL
 // is released while the library computes.
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
@@ -292,32 +292,6 @@ QDQ_PY_VECTOR_CLONES QDQ_PY_FLATTEN bool sign_extend_codes(const uint8_t* codes,
 QDQ_PY_VECTOR_CLONES QDQ_PY_FLATTEN void unpack_codes(const uint8_t* packed, int bits, uint64_t count, bool sign_extend,
                                                       uint8_t* items) {
   qdq::detail::unpack_all_codes(packed, bits, static_cast<int64_t>(count), sign_extend, items);
-}
-
-// Clamps `count` 8-bit codes to the range of the `Bits`-bit integer type (int8 values if Signed),
-// with constant bounds, which compilers vectorise.
-template <int Bits, bool Signed>
-inline void clamp_to_bits(uint8_t* items, uint64_t count) {
-  if constexpr (Signed) {
-    constexpr int8_t kLo = static_cast<int8_t>(-(1 << (Bits - 1)));
-    constexpr int8_t kHi = static_cast<int8_t>((1 << (Bits - 1)) - 1);
-    auto* values = reinterpret_cast<int8_t*>(items);
-    for (uint64_t i = 0; i < count; ++i) values[i] = std::min(std::max(values[i], kLo), kHi);
-  } else {
-    constexpr uint8_t kHi = static_cast<uint8_t>((1 << Bits) - 1);
-    for (uint64_t i = 0; i < count; ++i) items[i] = std::min(items[i], kHi);
-  }
-}
-
-// Saturates int8/uint8 QuantizeLinear codes to a 4- or 2-bit integer type's range, in place: what
-// QuantizeLinear to that type gives, in the module's one-value-per-byte form (see
-// quantize_as_byte_integers).
-QDQ_PY_VECTOR_CLONES void clamp_codes(uint8_t* items, uint64_t count, int bits, bool signed_values) {
-  if (bits == 4) {
-    signed_values ? clamp_to_bits<4, true>(items, count) : clamp_to_bits<4, false>(items, count);
-  } else {
-    signed_values ? clamp_to_bits<2, true>(items, count) : clamp_to_bits<2, false>(items, count);
-  }
 }
 
 // Throws ValueError naming the first item of `items` that is not a `bits`-bit value/code (called
@@ -1017,51 +991,17 @@ struct Result {
 };
 
 // QuantizeLinear to int4, uint4, int2 or uint2 with the result one value per byte (validated
-// already, `zi` deferred): the same call to int8/uint8 (output_dtype and the zero point's values
-// likewise) writes the result directly, and each code is then saturated to the narrower range.
-// Saturating round(x / s) + zero point to [-128, 127] and then to [-8, 7] saturates it to [-8, 7],
-// a NaN's minimum included, so the codes are the narrow type's bit for bit, without the kernel
-// packing them and this layer unpacking them again. Large calls go in chunks of rows, each clamped
-// by the thread that computed it, while it is in cache.
+// already, `zi` deferred): the library writes the values straight into the result
+// (qdq::CodeLayout::kOnePerByte: its 8-bit kernels, each task clamped to the narrow range in cache,
+// on its own threads), with no packing by the kernel and no unpacking here.
 Result quantize_as_byte_integers(const qdq::QuantizeLinearAttributes& attrs, const Input& xi, const Input& si,
                                  std::optional<Input>& zi, Output& y) {
-  const bool signed_type = is_signed_sub_byte(y.type);
-  const int bits = qdq::bit_width(y.type);
-  const DataType byte_type = signed_type ? DataType::kInt8 : DataType::kUint8;
-  qdq::QuantizeLinearAttributes byte_attrs = attrs;
-  if (byte_attrs.output_dtype) byte_attrs.output_dtype = static_cast<int64_t>(byte_type);
-  std::optional<qdq::TensorView> z8;
-  Buffer zero_point_values;
-  if (zi) {
-    z8 = zi->as_byte_integers();
-    if (!z8) {  // packed bytes, two's complement codes or bad items: checked and packed, then unpacked
-      zi->pack_whole();
-      const uint64_t n = qdq::element_count(zi->shape);
-      zero_point_values = Buffer(n + 1);
-      unpack_codes(static_cast<const uint8_t*>(zi->view.data), bits, n, signed_type, zero_point_values.get());
-      z8 = qdq::TensorView{byte_type, zi->shape, zero_point_values.get(), n};
-    }
-  }
-  const qdq::TensorView* zv = z8 ? &*z8 : nullptr;
+  if (zi) zi->pack_whole();
   const uint64_t count = qdq::element_count(y.shape);
-  const ChunkPlan plan(xi.view, si.view, zv, attrs.axis, attrs.block_size, 8, qdq::default_num_threads());
+  const qdq::MutableTensorView values{y.type, y.shape, y.items, count, qdq::CodeLayout::kOnePerByte};
   {
     const GilRelease gil(count >= kReleaseGilElements);
-    if (plan.step == 0) {
-      qdq::quantize_linear(byte_attrs, xi.view, si.view, zv, {byte_type, y.shape, y.items, count});
-      all_pieces(count, [&](uint64_t begin, uint64_t end) {
-        clamp_codes(y.items + begin, end - begin, bits, signed_type);
-        return true;
-      });
-    } else {
-      for_each_chunk(plan, [&](int64_t r0, int64_t r1) {
-        const QuantizeChunk c(plan, xi.view, si.view, zv, r0, r1);
-        uint8_t* const codes = y.items + static_cast<uint64_t>(r0) * plan.row_elems;
-        qdq::quantize_linear(byte_attrs, c.x.view(xi.view.type), c.scale, c.zero_point_or_null(),
-                             {byte_type, c.x.shape, codes, c.elements}, chunk_options());
-        clamp_codes(codes, c.elements, bits, signed_type);
-      });
-    }
+    qdq::quantize_linear(attrs, xi.view, si.view, zi ? &zi->view : nullptr, values);
   }
   return {std::move(y.array), y.type};
 }

@@ -27,6 +27,7 @@
 
 #include "test_tensors.hpp"
 #include "types/float_formats.hpp"
+#include "types/packing.hpp"
 #include "types/type_lists.hpp"
 #include "types/type_traits.hpp"
 
@@ -405,6 +406,32 @@ void check_quantize(const QuantizeSpec& spec_in, const Layout& l, uint64_t seed,
       }
     }
     if (shown == 0) ADD_FAILURE() << l.name << ": element codes match but padding bits differ (must be zero)";
+  }
+  if (is_int_type(spec.y_type) && qdq::bit_width(spec.y_type) < 8) {
+    // The same call with y one value per byte (CodeLayout::kOnePerByte): the oracle's codes as int8
+    // values (signed types) or uint8 codes, and nothing written past them.
+    const int bits = qdq::bit_width(spec.y_type);
+    const bool is_signed = qdq::is_signed(spec.y_type);
+    std::vector<uint8_t> values(static_cast<size_t>(n) + 1, 0xCD);
+    const qdq::MutableTensorView yv{spec.y_type, l.x_shape, values.data(), static_cast<size_t>(n),
+                                    qdq::CodeLayout::kOnePerByte};
+    try {
+      qdq::quantize_linear(a, x.view(), scale.view(), zpp, yv, opts);
+    } catch (const std::exception& e) {
+      FAIL() << l.name << " one value per byte: unexpected error " << e.what();
+    }
+    int shown = 0;
+    for (int64_t i = 0; i < n && shown < 8; ++i) {
+      const uint64_t code = expected[static_cast<size_t>(i)];
+      const auto want =
+          static_cast<uint8_t>(is_signed ? qdq::detail::sign_extend(static_cast<uint32_t>(code), bits) : code);
+      if (values[static_cast<size_t>(i)] != want) {
+        ++shown;
+        ADD_FAILURE() << l.name << " y=" << tname(spec.y_type) << " one value per byte, element " << i << ": got 0x"
+                      << std::hex << int{values[static_cast<size_t>(i)]} << ", want 0x" << int{want};
+      }
+    }
+    EXPECT_EQ(values[static_cast<size_t>(n)], 0xCD) << l.name << ": written past y";
   }
 }
 

@@ -45,14 +45,16 @@
 // | null data pointer with bytes to read                              | Buffers.NullData                       |
 // | unknown element type number                                       | Buffers.UnknownTypeNumber              |
 // | one code per byte but DQ's 2/4-bit x; its size; unknown layout    | Buffers.CodesOnePerByteOnlyForDequantizeX |
-// | output type / shape / byte size mismatch                          | Buffers.OutputMismatch                 |
-// | Dynamic: empty x, non-FLOAT x, y not UINT8 / wrong size           | Dynamic.InvalidInputs                  |
-// | Dynamic: x buffer size ≠ shape (no 64-bit wrap), null x           | Dynamic.InvalidBuffers                 |
-// | element count past 2^63 or byte size past 2^64 (no allocation)    | Shapes.CountOrBytesOverflow            |
-// | output_dtype / precision not a type number, or beyond int32       | QAttributes.TypeNumbersOutOfRange      |
-// | accepted: E4M3FN/E5M2 zero point −0 (0x80); saturate ≠ 0/1 = on   | Accepted.NegativeZeroZeroPointAndSaturate |
-// | model-level rules (non-INT attribute, unknown/duplicate           | tests/robustness/hostile_files_test.cpp   |
-// |   attribute, missing x/scale, > 3 inputs, unknown op/domain)      |   (HostileFiles.MalformedModels)          |
+// | one value per byte but Q's 2/4-bit integer y; its size; layout    |
+// Buffers.OutputsOnePerByteOnlyForQuantizeSubByteIntegers | | output type / shape / byte size mismatch |
+// Buffers.OutputMismatch                 | | Dynamic: empty x, non-FLOAT x, y not UINT8 / wrong size           |
+// Dynamic.InvalidInputs                  | | Dynamic: x buffer size ≠ shape (no 64-bit wrap), null x           |
+// Dynamic.InvalidBuffers                 | | element count past 2^63 or byte size past 2^64 (no allocation)    |
+// Shapes.CountOrBytesOverflow            | | output_dtype / precision not a type number, or beyond int32       |
+// QAttributes.TypeNumbersOutOfRange      | | accepted: E4M3FN/E5M2 zero point −0 (0x80); saturate ≠ 0/1 = on   |
+// Accepted.NegativeZeroZeroPointAndSaturate | | model-level rules (non-INT attribute, unknown/duplicate           |
+// tests/robustness/hostile_files_test.cpp   | |   attribute, missing x/scale, > 3 inputs, unknown op/domain)      |
+// (HostileFiles.MalformedModels)          |
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -706,6 +708,62 @@ TEST(Buffers, CodesOnePerByteOnlyForDequantizeX) {
   expect_error([&] { qdq::dequantize_linear(dqa(25), odd_x, S1().view(), nullptr, yv); },
                {{"DequantizeLinear-25"}, {"x"}, {"layout"}, {"7"}}, "DQ x layout 7");
   EXPECT_EQ(y, (std::vector<float>{1, 2, 3, 4, 5}));
+}
+
+TEST(Buffers, OutputsOnePerByteOnlyForQuantizeSubByteIntegers) {
+  using qdq::CodeLayout;
+  const Tensor x = f32({5}, {-9, -1, 0, 3, 9});
+  const Shape five{5};
+  QuantizeLinearAttributes a = qa(25);
+  a.output_dtype = static_cast<int64_t>(DataType::kInt4);
+  std::vector<uint8_t> values(5, 0x33);
+  qdq::quantize_linear(a, x.view(), S1().view(), nullptr,
+                       {DataType::kInt4, five, values.data(), 5, CodeLayout::kOnePerByte});
+  EXPECT_EQ(values, (std::vector<uint8_t>{0xF8, 0xFF, 0, 3, 7}));  // int8 values, saturated to [-8, 7]
+  // 8-bit and float4 outputs, DequantizeLinear's and DynamicQuantizeLinear's, a wrong size, a bad layout.
+  std::vector<uint8_t> untouched(5, 0x33);
+  a.output_dtype = static_cast<int64_t>(DataType::kUint8);
+  expect_error(
+      [&] {
+        qdq::quantize_linear(a, x.view(), S1().view(), nullptr,
+                             {DataType::kUint8, five, untouched.data(), 5, CodeLayout::kOnePerByte});
+      },
+      {{"QuantizeLinear-25"}, {"UINT8"}, {"one value per byte"}}, "Q UINT8 y one per byte");
+  a.output_dtype = static_cast<int64_t>(DataType::kFloat4E2M1);
+  expect_error(
+      [&] {
+        qdq::quantize_linear(a, x.view(), S1().view(), nullptr,
+                             {DataType::kFloat4E2M1, five, untouched.data(), 5, CodeLayout::kOnePerByte});
+      },
+      {{"QuantizeLinear-25"}, {"FLOAT4E2M1"}, {"one value per byte"}}, "Q FLOAT4E2M1 y one per byte");
+  a.output_dtype = static_cast<int64_t>(DataType::kUint2);
+  expect_error(
+      [&] {
+        qdq::quantize_linear(a, x.view(), S1().view(), nullptr,
+                             {DataType::kUint2, five, untouched.data(), 2, CodeLayout::kOnePerByte});
+      },
+      {{"QuantizeLinear-25"}, {"2 bytes"}, {"expected 5"}}, "Q UINT2 y one per byte, 2 bytes");
+  expect_error(
+      [&] {
+        qdq::quantize_linear(a, x.view(), S1().view(), nullptr,
+                             {DataType::kUint2, five, untouched.data(), 5, static_cast<CodeLayout>(9)});
+      },
+      {{"QuantizeLinear-25"}, {"layout"}, {"9"}}, "Q y layout 9");
+  const std::vector<uint8_t> codes = {1, 2, 3, 4, 5};
+  std::vector<float> y(5, -1.0f);
+  expect_error(
+      [&] {
+        qdq::dequantize_linear(dqa(25), {DataType::kUint4, five, codes.data(), 3}, S1().view(), nullptr,
+                               {DataType::kFloat, five, y.data(), 20, CodeLayout::kOnePerByte});
+      },
+      {{"DequantizeLinear-25"}, {"FLOAT"}, {"one value per byte"}}, "DQ y one per byte");
+  expect_error(
+      [&] {
+        qdq::dynamic_quantize_linear(x.view(), {DataType::kUint8, five, untouched.data(), 5, CodeLayout::kOnePerByte});
+      },
+      {{"DynamicQuantizeLinear"}, {"one value per byte"}}, "Dynamic y one per byte");
+  EXPECT_EQ(untouched, std::vector<uint8_t>(5, 0x33));
+  EXPECT_EQ(y, std::vector<float>(5, -1.0f));
 }
 
 TEST(Buffers, OutputMismatch) {
