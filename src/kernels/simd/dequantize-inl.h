@@ -415,7 +415,6 @@ HWY_INLINE bool FoldDecodeFactor(float* scale, int64_t count) {
 template <T Y>
 constexpr int64_t kOutputBytesPer = TypeTraits<Y>::kBits / 8;
 
-/// Where output element `at` starts in y.
 /// x's 2/4-bit codes [first, first + count) as one value per byte (kOffset: less `offset`), as
 /// UnpackCodes gives them: from packed codes, or from codes given one per byte (c.x_one_per_byte).
 template <T X, bool kOffset = false>
@@ -429,6 +428,7 @@ HWY_INLINE void XCodes(const DequantizeCall& c, int64_t first, int64_t count, ui
   }
 }
 
+/// Where output element `at` starts in y.
 template <T Y>
 HWY_INLINE uint8_t* OutputAt(void* y, int64_t at) {
   return static_cast<uint8_t*>(y) + at * kOutputBytesPer<Y>;
