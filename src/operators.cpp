@@ -96,13 +96,12 @@ QDQ_CLAMP_CLONES void clamp_to_narrow_range(uint8_t* values, int64_t count, int 
   }
 }
 
-/// QuantizeLinear to a validated 2/4-bit integer y written one value per byte: the same call to the
-/// 8-bit type of y's signedness (its zero point's values unpacked to bytes), each task's values then
-/// clamped to y's range while they are in cache. Saturating round(x / s) + zero_point to int8's range
-/// and then to int4's is saturating it to int4's, a NaN's minimum included, so the values are y's.
-/// Normal stores: the clamp reads each task's output back.
-void quantize_one_per_byte(detail::QuantizeCall call, const TensorView* y_zero_point, void* y,
-                           const ExecutionOptions& options) {
+/// Turns a validated QuantizeLinear call to a 2/4-bit integer y into the same call to the 8-bit type
+/// of y's signedness, for y written one value per byte; returns the storage of its zero point's
+/// values (unpacked to bytes). Each task's values are then clamped to the narrow range (clamp_task):
+/// saturating round(x / s) + zero_point to int8's range and then to int4's is saturating it to
+/// int4's, a NaN's minimum included, so the values are y's.
+std::vector<uint8_t> make_byte_twin(detail::QuantizeCall& call, const TensorView* y_zero_point) {
   const int bits = bit_width(call.y_type);
   const bool is_signed = detail::is_signed_quantized_integer(call.y_type);
   const DataType byte_type = is_signed ? DataType::kInt8 : DataType::kUint8;
@@ -116,27 +115,22 @@ void quantize_one_per_byte(detail::QuantizeCall call, const TensorView* y_zero_p
   }
   call.y_type = byte_type;
   call.y_bytes = static_cast<uint64_t>(call.plan.elements);
-  const bool force_scalar = detail::resolve_force_scalar(options);
-  const detail::QuantizeKernel kernel = detail::select_quantize_kernel(call, force_scalar, 0);
-  call.x_requests = detail::line_requests(detail::ReadingLoop::kQuantize,
-                                          detail::bytes_moved(call.x_type, DataType::kUndefined, call.plan.elements));
-  // The tasks quantize_linear gives the 8-bit call, each clamped where it wrote: row by row in its
-  // columns for a row-tile task.
-  const bool row_tiles = call.plan.inner >= kLongRows || detail::quantize_shares_row_reciprocals(call, force_scalar);
-  auto* const values = static_cast<uint8_t*>(y);
-  const int64_t inner = call.plan.inner;
-  run_tasks(call, kernel, y, options, 2 * detail::bytes_moved(call.x_type, call.y_type, call.plan.elements), row_tiles,
-            [&](int64_t begin, int64_t end, detail::ColumnWindow columns) {
-              if (!columns.set()) {
-                clamp_to_narrow_range(values + begin, end - begin, bits, is_signed);
-                return;
-              }
-              for (int64_t row = begin / inner; row * inner < end; ++row) {
-                const int64_t from = std::max(begin, row * inner + columns.begin);
-                const int64_t to = std::min(end, row * inner + columns.end);
-                if (to > from) clamp_to_narrow_range(values + from, to - from, bits, is_signed);
-              }
-            });
+  return zero_point_values;
+}
+
+/// Clamps the values one task of a byte twin wrote (elements [begin, end); for a row-tile task only
+/// its columns of each row) to the range of the `bits`-bit type.
+void clamp_task(uint8_t* values, int64_t inner, int bits, bool is_signed, int64_t begin, int64_t end,
+                detail::ColumnWindow columns) {
+  if (!columns.set()) {
+    clamp_to_narrow_range(values + begin, end - begin, bits, is_signed);
+    return;
+  }
+  for (int64_t row = begin / inner; row * inner < end; ++row) {
+    const int64_t from = std::max(begin, row * inner + columns.begin);
+    const int64_t to = std::min(end, row * inner + columns.end);
+    if (to > from) clamp_to_narrow_range(values + from, to - from, bits, is_signed);
+  }
 }
 
 }  // namespace
@@ -160,13 +154,15 @@ void quantize_linear(const QuantizeLinearAttributes& attributes, const TensorVie
                      const TensorView* y_zero_point, const MutableTensorView& y, const ExecutionOptions& options) {
   detail::QuantizeCall call = detail::plan_quantize(attributes, x, y_scale, y_zero_point);
   detail::check_output(detail::OpName{"QuantizeLinear", call.version}, y, call.y_type, call.y_shape, call.y_bytes);
-  if (y.layout == CodeLayout::kOnePerByte) {
-    quantize_one_per_byte(call, y_zero_point, y.data, options);
-    return;
-  }
+  // y one value per byte: the 8-bit twin with normal stores (each task's clamp reads its values back).
+  const bool one_per_byte = y.layout == CodeLayout::kOnePerByte;
+  const int narrow_bits = bit_width(call.y_type);
+  const bool narrow_signed = detail::is_signed_quantized_integer(call.y_type);
+  const std::vector<uint8_t> twin_zero_point =
+      one_per_byte ? make_byte_twin(call, y_zero_point) : std::vector<uint8_t>();
   const bool force_scalar = detail::resolve_force_scalar(options);
-  const detail::QuantizeKernel kernel =
-      detail::select_quantize_kernel(call, force_scalar, std::max(call.y_bytes, options.whole_output_bytes));
+  const detail::QuantizeKernel kernel = detail::select_quantize_kernel(
+      call, force_scalar, one_per_byte ? 0 : std::max(call.y_bytes, options.whole_output_bytes));
   call.x_requests = detail::line_requests(detail::ReadingLoop::kQuantize, x.size_bytes);
   // Blocks along an outer axis go tile by tile where the kernel shares a tile's reciprocals between
   // its rows. Where it divides (float8, whose check on the code lost in that order; integers with
@@ -176,8 +172,11 @@ void quantize_linear(const QuantizeLinearAttributes& attributes, const TensorVie
   const bool long_rows =
       (detail::is_quantized_integer(call.y_type) || detail::is_float8(call.y_type)) && call.plan.inner >= kLongRows;
   const bool row_tiles = long_rows || detail::quantize_shares_row_reciprocals(call, force_scalar);
+  auto* const values = static_cast<uint8_t*>(y.data);
   run_tasks(call, kernel, y.data, options, 2 * detail::bytes_moved(call.x_type, call.y_type, call.plan.elements),
-            row_tiles);
+            row_tiles, [&](int64_t begin, int64_t end, detail::ColumnWindow columns) {
+              if (one_per_byte) clamp_task(values, call.plan.inner, narrow_bits, narrow_signed, begin, end, columns);
+            });
 }
 
 TensorSpec dequantize_linear_output(const DequantizeLinearAttributes& attributes, const TensorView& x,
