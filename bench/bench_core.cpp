@@ -296,6 +296,7 @@ std::vector<CaseInfo> build_cases() {
   add("dequantize", T::kInt8, T::kBFloat16, "per-tensor", 0);
   add("dequantize", T::kFloat8E4M3FN, T::kBFloat16, "per-tensor", 0);
   add("dequantize", T::kInt4, T::kFloat16, "blocked-last", 32);
+  add("dequantize", T::kInt4, T::kBFloat16, "blocked-last", 32);  // int4 LLM weights to bfloat16
   return cases;
 }
 

@@ -1063,6 +1063,62 @@ TEST_P(SimdKernelsTest, DequantizeBFloat16OutputsKeepNaNScalePayloads) {
   expect_compared(153);
 }
 
+/// bfloat16 outputs from x of at most 8 bits (AVX2 forms them from the even- and the odd-indexed
+/// elements of each pair of vectors): every code of every such type, with and without zero points,
+/// per tensor, per row and in blocks of 8, 16 and 32 along the last axis, with scales whose products
+/// are exact bfloat16 ties or carry into the next binade, whole calls and short tasks.
+TEST_P(SimdKernelsTest, DequantizeBFloat16OutputsFromNarrowCodes) {
+  // 1 + 2^-8 and 1 + 3·2^-9: 8-bit integer products with ties at bfloat16's last place; 0x1.fcp0:
+  // carries; 0.1 and -3.3e-5: ordinary low bits.
+  const float scale_values[] = {0x1.01p0f, 0x1.018p-3f, 0x1.fcp5f, 0.1f, -3.3e-5f};
+  std::mt19937 rng(71);
+  for (T x_type : kQuantizedTypes) {
+    if (bit_width(x_type) > 8) continue;
+    for (T scale_type : {T::kFloat, T::kBFloat16}) {
+      struct Layout {
+        Shape shape;
+        int64_t axis;
+        int64_t block;
+      };
+      const std::vector<Layout> layouts = {
+          {{4109}, 0, 0}, {{4, 1000}, 0, 0}, {{8, 512}, 1, 8}, {{8, 512}, 1, 16}, {{8, 512}, 1, 32}};
+      for (const Layout& layout : layouts) {
+        const Shape& shape = layout.shape;
+        const int64_t block = layout.block;
+        for (const bool with_zp : {false, true}) {
+          if (with_zp && !qdq::detail::is_quantized_integer(x_type)) continue;
+          const int64_t n = count_of(shape);
+          Shape scale_shape;
+          if (shape.size() == 2) scale_shape = block == 0 ? Shape{shape[0]} : Shape{shape[0], shape[1] / block};
+          std::vector<float> scales;
+          for (int64_t k = 0; k < count_of(scale_shape); ++k) {
+            scales.push_back(scale_values[static_cast<size_t>(rng() % std::size(scale_values))]);
+          }
+          const Tensor x{x_type, shape, random_bytes(x_type, n, rng)};
+          const Tensor s{scale_type, scale_shape, make_float_tensor(scale_type, scales)};
+          const Tensor zp{x_type, scale_shape, random_bytes(x_type, count_of(scale_shape), rng)};
+          DequantizeLinearAttributes attributes;
+          attributes.opset = 25;
+          attributes.axis = layout.axis;
+          attributes.block_size = block;
+          attributes.output_dtype = static_cast<int64_t>(T::kBFloat16);
+          const TensorView xv = x.view();
+          const TensorView sv = s.view();
+          const TensorView zv = zp.view();
+          const DequantizeCall call = plan_dequantize(attributes, xv, sv, with_zp ? &zv : nullptr);
+          const auto describe = describe_stream([&](std::ostream& o) {
+            o << "x=" << data_type_name(x_type) << " scale=" << data_type_name(scale_type)
+              << " shape=" << shape_to_string(shape) << " block=" << block << " zp=" << with_zp;
+          });
+          expect_target_matches_scalar(call, n, {0, n}, describe);
+          expect_target_matches_scalar(call, n, task_bounds(n, rng), describe);
+        }
+      }
+    }
+  }
+  expect_compared(680);
+}
+
 /// Runs the scalar kernel and the target's kernel on a call with the given scales (one per
 /// element of scale_shape) and x values; expects equal bytes.
 void SimdKernelsTest::check_quantize_with(T x_type, T scale_type, T y_type, const Shape& shape,
