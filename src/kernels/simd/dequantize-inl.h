@@ -710,8 +710,8 @@ HWY_NOINLINE void DequantizeGeneral(const DequantizeCall& c, void* y, int64_t be
     if (expand) {
       // Long segments whose float32 scales step by one read their parameters in place; whatever
       // is left of the chunk is expanded.
-      const int64_t position =
-          InPlaceSegments(cursor, c.scale_type == T::kFloat, chunk, chunk_end, [&](int64_t at, const Segment& s) {
+      const int64_t position = InPlaceSegments(
+          cursor, c.scale_type == T::kFloat, chunk, chunk_end, [&](int64_t at, const Segment& s) QDQ_INLINE_LAMBDA {
             if constexpr (kBits < 8 && IsIntegerIn(X)) {
               if (c.zero_point != nullptr) {
                 // Blocks along an outer axis use the same row of zero points for a block of rows:
