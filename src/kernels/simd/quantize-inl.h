@@ -727,8 +727,8 @@ HWY_NOINLINE void QuantizeGeneral(const QuantizeCall& c, void* y, int64_t begin,
       // in place; whatever is left of the chunk is expanded.
       int64_t position = chunk;
       if constexpr (P == T::kFloat) {
-        position =
-            InPlaceSegments(cursor, c.scale_type == T::kFloat, chunk, chunk_end, [&](int64_t at, const Segment& s) {
+        position = InPlaceSegments(
+            cursor, c.scale_type == T::kFloat, chunk, chunk_end, [&](int64_t at, const Segment& s) QDQ_INLINE_LAMBDA {
               const bool zp_used = IsIntegerOut(Y) || has_float_zero_point(Y);
               const void* const zero_point = zp_used ? c.zero_point : nullptr;
 #if HWY_NATIVE_FMA
