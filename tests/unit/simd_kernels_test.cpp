@@ -1119,6 +1119,24 @@ TEST_P(SimdKernelsTest, DequantizeBFloat16OutputsFromNarrowCodes) {
   expect_compared(680);
 }
 
+/// Integer x blocked along the last axis in blocks of whole vectors, without zero points (the loop
+/// then subtracts a constant zero) and with them, into every output type.
+TEST_P(SimdKernelsTest, DequantizeVectorBlocksWithAndWithoutZeroPoints) {
+  std::mt19937 rng(72);
+  for (T x : kQuantizedTypes) {
+    if (!qdq::detail::is_quantized_integer(x)) continue;
+    for (T y : kDequantizedTypes) {
+      for (int64_t block : {8, 16, 32, 64}) {
+        for (const bool with_zp : {false, true}) {
+          check_dequantize(x, T::kFloat, y, {6, 512}, 1, block, with_zp, rng);
+          check_dequantize(x, T::kFloat, y, {6, 512}, 1, block, with_zp, rng, true);
+        }
+      }
+    }
+  }
+  expect_compared(768);
+}
+
 /// Runs the scalar kernel and the target's kernel on a call with the given scales (one per
 /// element of scale_shape) and x values; expects equal bytes.
 void SimdKernelsTest::check_quantize_with(T x_type, T scale_type, T y_type, const Shape& shape,

@@ -853,7 +853,18 @@ HWY_NOINLINE void DequantizeVectorBlocks(const DequantizeCall& c, void* y, int64
     const auto scale = [&](int64_t k, size_t n) QDQ_INLINE_LAMBDA { return params.Scale(k, n); };
     const auto zero_point = [&](int64_t k, size_t n) QDQ_INLINE_LAMBDA { return params.ZeroPoint(k, n); };
     const auto float_zero_point = [&](int64_t k, size_t n) QDQ_INLINE_LAMBDA { return params.FloatZeroPoint(k, n); };
+    // Integer x without zero points (symmetric weights, the common int4 layout) subtract a constant
+    // zero, which the compiler drops, rather than a broadcast of zeros loaded per block.
+    const auto no_zero_point = [](int64_t, size_t) QDQ_INLINE_LAMBDA { return hn::Zero(DI()); };
     const auto loop = [&](auto factor_in_scale, auto vectors_per_block) QDQ_INLINE_LAMBDA {
+      if constexpr (IsIntegerIn(X)) {
+        if (c.zero_point == nullptr) {
+          DequantizeLoop<X, Y, decltype(scale)&, decltype(no_zero_point)&, decltype(float_zero_point)&,
+                         decltype(factor_in_scale)::value, decltype(vectors_per_block)::value>(
+              c, src, src_index, 0, count, output.Out(), scale, no_zero_point, float_zero_point, !stream && !staged);
+          return;
+        }
+      }
       DequantizeLoop<X, Y, decltype(scale)&, decltype(zero_point)&, decltype(float_zero_point)&,
                      decltype(factor_in_scale)::value, decltype(vectors_per_block)::value>(
           c, src, src_index, 0, count, output.Out(), scale, zero_point, float_zero_point, !stream && !staged);
