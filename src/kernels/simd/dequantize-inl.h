@@ -140,7 +140,7 @@ HWY_INLINE void LoadIntEvenOdd(const void* base, int64_t index, VI zp, VF& even,
 /// groups of two or four vectors). Not for float8 x: the byte shuffle that puts their codes in that
 /// order before the decode cost more than the pack saved (0.97x on Zen 3).
 template <T X, T Y, int kVectorsPerBlock, bool kParamsInRegisters>
-constexpr bool kBFloat16EvenOdd = HWY_TARGET == HWY_AVX2&& Y == T::kBFloat16 &&
+constexpr bool kBFloat16EvenOdd = (HWY_TARGET == HWY_AVX2) && Y == T::kBFloat16 &&
                                   (kParamsInRegisters || kVectorsPerBlock >= 2) && IsIntegerIn(X) && InBits(X) <= 8;
 
 template <T Y>
