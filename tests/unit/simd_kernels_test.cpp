@@ -794,6 +794,43 @@ TEST_P(SimdKernelsTest, DequantizeEveryCodeOfEveryType) {
   expect_compared(78);
 }
 
+/// Every float8 code in every lane of a loop step (the AVX2 kernels decode FLOAT8E5M2 and FNUZ 32
+/// codes at a time on bytes, then interleave them within 128-bit blocks): code (65q + r) mod 256 at
+/// element 64q + r meets every code at every offset below 64, per tensor and in blocks of 32, with
+/// and without the decode's factor folded into the scales (2^121 cannot take it).
+TEST_P(SimdKernelsTest, DequantizeFloat8EveryCodeInEveryLane) {
+  std::mt19937 rng(15);
+  std::vector<uint8_t> codes(64 * 256);
+  for (size_t i = 0; i < codes.size(); ++i) codes[i] = static_cast<uint8_t>((i / 64 * 65 + i % 64) % 256);
+  const auto check = [&](T x, T y, const Shape& shape, const Shape& scale_shape, const std::vector<float>& scales,
+                         int64_t block) {
+    const Tensor xt{x, shape, codes};
+    const Tensor st{T::kFloat, scale_shape, make_float_tensor(T::kFloat, scales)};
+    DequantizeLinearAttributes attributes;
+    attributes.opset = 25;
+    const int64_t axis = static_cast<int64_t>(shape.size()) - 1;
+    attributes.axis = axis;
+    if (block > 0) attributes.block_size = block;
+    attributes.output_dtype = static_cast<int64_t>(y);
+    const TensorView xv = xt.view();
+    const TensorView sv = st.view();
+    const DequantizeCall call = plan_dequantize(attributes, xv, sv, nullptr);
+    const int64_t n = count_of(shape);
+    const std::string what = describe(x, T::kFloat, y, shape, axis, block, false, false);
+    expect_target_matches_scalar(call, n, {0, n}, what);
+    expect_target_matches_scalar(call, n, task_bounds(n, rng), what + " tasks");
+  };
+  for (const T x : {T::kFloat8E4M3FN, T::kFloat8E4M3FNUZ, T::kFloat8E5M2, T::kFloat8E5M2FNUZ}) {
+    for (const T y : kDequantizedTypes) {
+      for (const float scale : {1.0f, 0.37f, 0x1p121f}) check(x, y, {64 * 256}, {}, {scale}, 0);
+      std::vector<float> blocks(64 * 256 / 32);
+      for (size_t k = 0; k < blocks.size(); ++k) blocks[k] = 0.25f + static_cast<float>(k % 7) * 0.125f;
+      check(x, y, {64, 256}, {64, 8}, blocks, 32);
+    }
+  }
+  expect_compared(4 * 3 * 4 * 2);
+}
+
 /// float8 DequantizeLinear with scales near the top of float32's range: the kernels fold the power of
 /// two their float8 decode multiplies by (2^8, 2^7) into a scale only where the product stays finite,
 /// so scales from 2^119 up take both routes, per tensor and per block (one piece with a scale that

@@ -543,6 +543,64 @@ HWY_INLINE void LoadDecoded2(const uint8_t* p, VF& lo, VF& hi) {
   hi = LoadDecoded<F, kApplyFactor>(p + lanes, lanes);
 }
 
+/// Whether LoadDecoded4<F> forms the float16 codes of its four vectors in one pass over their
+/// bytes (AVX2, FLOAT8E5M2 and FLOAT8E5M2FNUZ); elsewhere it is LoadDecoded2 twice.
+template <class F>
+constexpr bool kDecodesInBytes = HWY_TARGET == HWY_AVX2 &&
+                                 (std::is_same_v<F, Float8E5M2Format> || std::is_same_v<F, Float8E5M2FNUZFormat>);
+
+/// The 4·Lanes one-byte codes at p as four vectors of float32 in memory order: LoadDecoded2<F> of
+/// p and of p + 2·Lanes. Where kDecodesInBytes, each float16 code's two bytes are computed on 32
+/// codes at once and interleaved: FLOAT8E5M2 takes 7 operations per 32 codes instead of 14, FNUZ
+/// 16 instead of 20 (Zen 3, 64 Ki elements per tensor to float32: 1.20x each).
+template <class F, bool kApplyFactor = true>
+HWY_INLINE void LoadDecoded4(const uint8_t* p, VF& d0, VF& d1, VF& d2, VF& d3) {
+  const size_t lanes = hn::Lanes(DF());
+#if HWY_TARGET == HWY_AVX2
+  if constexpr (kDecodesInBytes<F>) {
+    static_assert(kDecodeFactor<F> == 1.0f);
+    const DF df;
+    const hn::Repartition<uint8_t, DF> d8;  // 4·Lanes lanes
+    const hn::Repartition<int8_t, DF> ds8;
+    const hn::Repartition<uint16_t, DF> d16;
+    const hn::Half<decltype(d16)> d16h;
+    const hn::Rebind<hwy::float16_t, DF> dh;
+    const auto code = hn::LoadU(d8, p);
+    auto high = code;
+    auto low = hn::Zero(d8);
+    if constexpr (std::is_same_v<F, Float8E5M2FNUZFormat>) {
+      // LoadDecoded2's rebias on bytes: the high byte is the larger of the magnitude less 4 (the
+      // exponent field less 1, saturating) and the magnitude halved; the low byte the bit that halving
+      // shifts out, where the halved magnitude wins (below 8: the subnormal candidate), in its top bit.
+      // 0x80 (negative zero's place) is the NaN, the float16 0xFE00.
+      const auto magnitude = hn::And(code, hn::Set(d8, 0x7F));
+      const auto halved = hn::And(hn::BitCast(d8, hn::ShiftRight<1>(hn::BitCast(d16, magnitude))), hn::Set(d8, 0x7F));
+      high = hn::Max(hn::SaturatedSub(magnitude, hn::Set(d8, 4)), halved);
+      high = hn::Or(high, hn::And(code, hn::Set(d8, 0x80)));
+      high = hn::Or(high, hn::IfThenElseZero(hn::Eq(code, hn::Set(d8, 0x80)), hn::Set(d8, 0x7E)));
+      low = hn::IfThenElseZero(hn::Eq(hn::And(magnitude, hn::Set(d8, 0x79)), hn::Set(d8, 1)), hn::Set(d8, 0x80));
+    } else {
+      // The code is the float16's high byte; NaNs (magnitude above 0x7C) become the quiet 0x7E of
+      // their sign: the low two bits set, then one taken off.
+      const auto nan =
+          hn::RebindMask(d8, hn::Gt(hn::BitCast(ds8, hn::And(code, hn::Set(d8, 0x7F))), hn::Set(ds8, int8_t{0x7C})));
+      high = hn::Add(hn::Or(code, hn::IfThenElseZero(nan, hn::Set(d8, 3))), hn::VecFromMask(d8, nan));
+    }
+    // Interleaved within 128-bit blocks: the first holds codes [0, 8) and [16, 24), the second
+    // [8, 16) and [24, 32).
+    const auto first = hn::BitCast(d16, hn::InterleaveLower(d8, low, high));
+    const auto second = hn::BitCast(d16, hn::InterleaveUpper(d8, low, high));
+    d0 = hn::PromoteTo(df, hn::BitCast(dh, hn::LowerHalf(d16h, first)));
+    d1 = hn::PromoteTo(df, hn::BitCast(dh, hn::LowerHalf(d16h, second)));
+    d2 = hn::PromoteTo(df, hn::BitCast(dh, hn::UpperHalf(d16h, first)));
+    d3 = hn::PromoteTo(df, hn::BitCast(dh, hn::UpperHalf(d16h, second)));
+    return;
+  }
+#endif
+  LoadDecoded2<F, kApplyFactor>(p, d0, d1);
+  LoadDecoded2<F, kApplyFactor>(p + 2 * lanes, d2, d3);
+}
+
 /// FLOAT8E8M0 codes (low 8 bits of u32 lanes) as float32, exactly as decode_e8m0: code e is 2^(e − 127),
 /// the float32 with exponent field e; 0x00 is 2^-127 (the subnormal 0x00400000); 0xFF is the NaN
 /// 0x7FC00000.

@@ -260,8 +260,7 @@ HWY_INLINE void DequantizeLoop(const DequantizeCall& c, const void* src, int64_t
     VF d0, d1, d2, d3;
     if constexpr (!IsIntegerIn(X) && kDecodesInPairs<typename TypeTraits<X>::Format>) {
       const uint8_t* const codes = static_cast<const uint8_t*>(src) + src_index + i;
-      LoadDecoded2<typename TypeTraits<X>::Format, !kFactorInScale>(codes, d0, d1);
-      LoadDecoded2<typename TypeTraits<X>::Format, !kFactorInScale>(codes + 2 * lanes, d2, d3);
+      LoadDecoded4<typename TypeTraits<X>::Format, !kFactorInScale>(codes, d0, d1, d2, d3);
     } else {
       d0 = value_with(i, full, param_at(i, 0));
       d1 = value_with(i + lanes, full, param_at(i, 1));
