@@ -264,11 +264,12 @@ std::string short_name(T t) {
 std::vector<CaseInfo> build_cases() {
   std::vector<CaseInfo> cases;
   auto add = [&](const std::string& op, T x, T y, const std::string& granularity, int64_t block,
-                 bool e8m0_scales = false) {
+                 bool e8m0_scales = false, bool symmetric = false) {
     std::string name = op + "/" + short_name(x) + "->" + short_name(y) + "/" + granularity;
     if (block > 0) name += "-" + std::to_string(block);
     if (e8m0_scales) name += "-e8m0";
-    cases.push_back({name, op, x, y, granularity, block, e8m0_scales});
+    if (symmetric) name += "-symmetric";
+    cases.push_back({name, op, x, y, granularity, block, e8m0_scales, symmetric});
   };
   for (T y : qdq::detail::kQuantizedTypes) add("quantize", T::kFloat, y, "per-tensor", 0);
   for (T y : {T::kUint8, T::kInt8}) add("quantize", T::kFloat, y, "per-axis", 0);
@@ -281,6 +282,9 @@ std::vector<CaseInfo> build_cases() {
   add("quantize", T::kFloat16, T::kUint8, "per-tensor", 0);
   add("quantize", T::kBFloat16, T::kInt8, "per-tensor", 0);
   add("quantize", T::kFloat16, T::kInt4, "blocked-last", 32);  // float16 LLM weights to int4 blocks
+  // Symmetric quantization (no zero point): int8 activations and weights, int4 LLM weights.
+  add("quantize", T::kFloat, T::kInt8, "per-tensor", 0, false, true);
+  add("quantize", T::kFloat, T::kInt4, "blocked-last", 32, false, true);
   // DynamicQuantizeLinear: the range pass and the quantize pass, each reading x.
   add("dynamic", T::kFloat, T::kUint8, "per-tensor", 0);
 
@@ -297,6 +301,8 @@ std::vector<CaseInfo> build_cases() {
   add("dequantize", T::kFloat8E4M3FN, T::kBFloat16, "per-tensor", 0);
   add("dequantize", T::kInt4, T::kFloat16, "blocked-last", 32);
   add("dequantize", T::kInt4, T::kBFloat16, "blocked-last", 32);  // int4 LLM weights to bfloat16
+  add("dequantize", T::kInt8, T::kFloat, "per-tensor", 0, false, true);
+  add("dequantize", T::kInt4, T::kFloat, "blocked-last", 32, false, true);
   return cases;
 }
 
@@ -370,7 +376,7 @@ class Case final : public PreparedCase {
       for (auto& b : scale_) b = static_cast<uint8_t>(119 + rng() % 5);
       scale_type_ = T::kFloat8E8M0;
     }
-    if (is_integer(q_type)) {
+    if (is_integer(q_type) && !info.symmetric) {
       zero_point_.assign(storage_bytes(q_type, static_cast<uint64_t>(scale_count)), 0);
       for (auto& b : zero_point_)
         b = static_cast<uint8_t>(bits_of(q_type) == 8   ? 3

@@ -109,6 +109,7 @@ struct CaseInfo {
   std::string granularity;
   int64_t block_size;
   bool e8m0_scales = false;  // FLOAT8E8M0 scales (the MX formats), else scales of the float type
+  bool symmetric = false;    // integer codes without a zero point input (symmetric quantization)
 };
 
 /// Cases whose input and output together take at most this many bytes are "in cache": their

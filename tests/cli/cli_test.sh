@@ -310,6 +310,16 @@ case_bench_mx() {
   expect_stdout_contains '"routes": "exact reciprocal"'
 }
 
+case_bench_symmetric() {
+  # The symmetric cases (integer codes without a zero point input) run, both ways.
+  run_qdq bench --size 65536 --repeats 1 --filter symmetric --json
+  expect_rc 0
+  for name in 'quantize/float32->int8/per-tensor-symmetric' 'quantize/float32->int4/blocked-last-32-symmetric' \
+    'dequantize/int8->float32/per-tensor-symmetric' 'dequantize/int4->float32/blocked-last-32-symmetric'; do
+    expect_stdout_contains "\"case\": \"$name\""
+  done
+}
+
 case_bench_dynamic() {
   # DynamicQuantizeLinear's case runs (both passes of the operator) and reports its figures.
   run_qdq bench --size 65536 --repeats 1 --filter dynamic --json
