@@ -316,6 +316,23 @@ HWY_INLINE void StoreQuotientGroup(const QuantizeCall& c, bool saturate, VF q0, 
   if constexpr (is_float8(Y)) {
     using F = typename TypeTraits<Y>::Format;
     const DI di;
+    if constexpr (F::kSpecials == SpecialValues::kFnuz) {
+      // Saturating, FNUZ sends ±inf and NaN to 0x80 but finite overflow to the largest code: a select
+      // per vector by finiteness, which a group without ±inf and NaN (its largest magnitude's bits
+      // below 0x7F800000: one test for four vectors) leaves out.
+      const VI magnitude = hn::Set(di, 0x7FFFFFFF);
+      const VI largest =
+          hn::Max(hn::Max(hn::And(hn::BitCast(di, q0), magnitude), hn::And(hn::BitCast(di, q1), magnitude)),
+                  hn::Max(hn::And(hn::BitCast(di, q2), magnitude), hn::And(hn::BitCast(di, q3), magnitude)));
+      if (saturate && hn::AllTrue(di, hn::Lt(largest, hn::Set(di, 0x7F800000)))) {
+        VF t0, t1, t2, t3;  // unused
+        StoreSignedBytes4<true>(hn::BitCast(di, EncodeNarrowMagnitude<F, true>(q0, true, t0)),
+                                hn::BitCast(di, EncodeNarrowMagnitude<F, true>(q1, true, t1)),
+                                hn::BitCast(di, EncodeNarrowMagnitude<F, true>(q2, true, t2)),
+                                hn::BitCast(di, EncodeNarrowMagnitude<F, true>(q3, true, t3)), q0, q1, q2, q3, out);
+        return;
+      }
+    }
     const VI m0 = hn::BitCast(di, EncodeNarrowMagnitude<F>(q0, saturate));
     const VI m1 = hn::BitCast(di, EncodeNarrowMagnitude<F>(q1, saturate));
     const VI m2 = hn::BitCast(di, EncodeNarrowMagnitude<F>(q2, saturate));
