@@ -104,8 +104,10 @@ HWY_INLINE VU EncodeFloat4Magnitude(VF& v, VF& scaled) {
 /// vectors on every target exhaustively over the high bits).
 /// `scaled` receives |v|·2^(M-k) (v saturated first where that applies), the value that the
 /// conversion rounds (CodeRoundingCheck reads it). kFinite: the caller uses the codes only where
-/// every lane of v is finite, so that FNUZ saturation needs no select by finiteness.
-template <class F, bool kFinite = false>
+/// every lane of v is finite, so that FNUZ saturation needs no select by finiteness. kUncapped:
+/// where the last step is one minimum with Float8CodeCap, the codes before it (at most 2^11), for a
+/// caller that takes it once on bytes; otherwise the codes as always.
+template <class F, bool kFinite = false, bool kUncapped = false>
 HWY_INLINE VU EncodeFloat8Magnitude(VF v, bool saturate, VF& scaled) {
   static_assert(F::kBits == 8);
   const DF df;
@@ -129,13 +131,15 @@ HWY_INLINE VU EncodeFloat8Magnitude(VF v, bool saturate, VF& scaled) {
   // 2^M·(k - emin) = ((M - emin) << M) - (factor >> (23 - M)).
   const VU code = hn::BitCast(
       du, hn::Sub(hn::Add(rounded, hn::Set(di, (kM - kMinExponent) << kM)), hn::ShiftRight<23 - kM>(factor)));
+  const auto capped = [&](uint32_t cap)
+                          QDQ_INLINE_LAMBDA { return kUncapped ? code : hn::Min(code, hn::Set(du, cap)); };
   if constexpr (F::kSpecials == SpecialValues::kFn) {
     // Overflow (not saturating), ±inf and NaN: the NaN S.1111.111.
-    return hn::Min(code, hn::Set(du, F::kMagnitudeMask));
+    return capped(F::kMagnitudeMask);
   } else if constexpr (F::kSpecials == SpecialValues::kIeee) {
     // Saturating, only a NaN passes the largest finite code, and the quiet NaN's code is above it;
     // otherwise overflow and ±inf give ±inf and a NaN the quiet NaN.
-    if (saturate) return hn::Min(code, hn::Set(du, nan_code<F>(false)));
+    if (saturate) return capped(nan_code<F>(false));
     const auto is_nan = hn::Gt(hn::BitCast(di, unclamped), hn::Set(di, 0x7F800000));
     return hn::IfThenElse(hn::RebindMask(du, is_nan), hn::Set(du, nan_code<F>(false)),
                           hn::Min(code, hn::Set(du, F::kExpFieldMax << kM)));
@@ -144,14 +148,28 @@ HWY_INLINE VU EncodeFloat8Magnitude(VF v, bool saturate, VF& scaled) {
     // Overflow (not saturating), ±inf and NaN: the unsigned NaN 0x80; saturating, finite overflow
     // takes the largest code and only ±inf and NaN the NaN.
     if (saturate) {
-      if constexpr (kFinite) return hn::Min(code, hn::Set(du, F::kMaxCode));
+      if constexpr (kFinite) return capped(F::kMaxCode);
       // ±inf and NaN by their exponent field: one equality, where the compilers turned "below
       // 0x7F800000" on the non-negative magnitude into a minimum and an equality.
       const auto special = hn::Eq(exponent_field, hn::Set(di, 0x7F800000));
       return hn::IfThenElse(hn::RebindMask(du, special), hn::Set(du, F::kSignBit),
                             hn::Min(code, hn::Set(du, F::kMaxCode)));
     }
-    return hn::Min(code, hn::Set(du, F::kSignBit));
+    return capped(F::kSignBit);
+  }
+}
+
+/// The code that EncodeFloat8Magnitude<F, kFinite> ends with one minimum against (the step that
+/// kUncapped leaves out), or 0 where its last step is not one minimum (IEEE formats not saturating,
+/// FNUZ saturating unless kFinite).
+template <class F, bool kFinite = false>
+constexpr uint32_t Float8CodeCap(bool saturate) {
+  if constexpr (F::kSpecials == SpecialValues::kFn) {
+    return F::kMagnitudeMask;
+  } else if constexpr (F::kSpecials == SpecialValues::kIeee) {
+    return saturate ? nan_code<F>(false) : 0;
+  } else {
+    return saturate ? (kFinite ? F::kMaxCode : 0) : F::kSignBit;
   }
 }
 
@@ -160,12 +178,12 @@ HWY_INLINE VU EncodeFloat8Magnitude(VF v, bool saturate, VF& scaled) {
 /// formats leave v as it is.
 /// `scaled` receives the value that the encoder's conversion rounds to the code's low part; kFinite
 /// as for EncodeFloat8Magnitude.
-template <class F, bool kFinite = false>
+template <class F, bool kFinite = false, bool kUncapped = false>
 HWY_INLINE VU EncodeNarrowMagnitude(VF& v, bool saturate, VF& scaled) {
   if constexpr (std::is_same_v<F, Float4E2M1Format>) {
     return EncodeFloat4Magnitude(v, scaled);
   } else {
-    return EncodeFloat8Magnitude<F, kFinite>(v, saturate, scaled);
+    return EncodeFloat8Magnitude<F, kFinite, kUncapped>(v, saturate, scaled);
   }
 }
 

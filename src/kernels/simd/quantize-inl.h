@@ -326,12 +326,24 @@ HWY_INLINE void StoreQuotientGroup(const QuantizeCall& c, bool saturate, VF q0, 
                   hn::Max(hn::And(hn::BitCast(di, q2), magnitude), hn::And(hn::BitCast(di, q3), magnitude)));
       if (saturate && hn::AllTrue(di, hn::Lt(largest, hn::Set(di, 0x7F800000)))) {
         VF t0, t1, t2, t3;  // unused
-        StoreSignedBytes4<true>(hn::BitCast(di, EncodeNarrowMagnitude<F, true>(q0, true, t0)),
-                                hn::BitCast(di, EncodeNarrowMagnitude<F, true>(q1, true, t1)),
-                                hn::BitCast(di, EncodeNarrowMagnitude<F, true>(q2, true, t2)),
-                                hn::BitCast(di, EncodeNarrowMagnitude<F, true>(q3, true, t3)), q0, q1, q2, q3, out);
+        StoreSignedBytes4<true, true>(hn::BitCast(di, EncodeNarrowMagnitude<F, true, true>(q0, true, t0)),
+                                      hn::BitCast(di, EncodeNarrowMagnitude<F, true, true>(q1, true, t1)),
+                                      hn::BitCast(di, EncodeNarrowMagnitude<F, true, true>(q2, true, t2)),
+                                      hn::BitCast(di, EncodeNarrowMagnitude<F, true, true>(q3, true, t3)), q0, q1, q2,
+                                      q3, out, Float8CodeCap<F, true>(true));
         return;
       }
+    }
+    // Where the codes end in one minimum, it is taken once on the packed bytes instead of per vector.
+    if (const uint32_t cap = Float8CodeCap<F>(saturate); cap != 0) {
+      VF t0, t1, t2, t3;  // unused
+      StoreSignedBytes4<F::kSpecials == SpecialValues::kFnuz, true>(
+          hn::BitCast(di, EncodeNarrowMagnitude<F, false, true>(q0, saturate, t0)),
+          hn::BitCast(di, EncodeNarrowMagnitude<F, false, true>(q1, saturate, t1)),
+          hn::BitCast(di, EncodeNarrowMagnitude<F, false, true>(q2, saturate, t2)),
+          hn::BitCast(di, EncodeNarrowMagnitude<F, false, true>(q3, saturate, t3)), q0, q1, q2, q3, out,
+          static_cast<uint8_t>(cap));
+      return;
     }
     const VI m0 = hn::BitCast(di, EncodeNarrowMagnitude<F>(q0, saturate));
     const VI m1 = hn::BitCast(di, EncodeNarrowMagnitude<F>(q1, saturate));
