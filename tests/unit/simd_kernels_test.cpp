@@ -794,6 +794,19 @@ TEST_P(SimdKernelsTest, DequantizeEveryCodeOfEveryType) {
   expect_compared(78);
 }
 
+/// DequantizeLinear (opset 25) of xt into y along its last axis, with float32 scales st and no zero
+/// point: per tensor for a scalar st, else in blocks of `block`. The call refers to xt and st.
+DequantizeCall plan_last_axis_dequantize(const Tensor& xt, const Tensor& st, T y, int64_t block) {
+  DequantizeLinearAttributes attributes;
+  attributes.opset = 25;
+  attributes.axis = static_cast<int64_t>(xt.shape.size()) - 1;
+  if (block > 0) attributes.block_size = block;
+  attributes.output_dtype = static_cast<int64_t>(y);
+  const TensorView xv = xt.view();
+  const TensorView sv = st.view();
+  return plan_dequantize(attributes, xv, sv, nullptr);
+}
+
 /// Every float8 code in every lane of a loop step (the AVX2 kernels decode FLOAT8E5M2 and FNUZ 32
 /// codes at a time on bytes, then interleave them within 128-bit blocks): code (65q + r) mod 256 at
 /// element 64q + r meets every code at every offset below 64, per tensor and in blocks of 32, with
@@ -806,17 +819,10 @@ TEST_P(SimdKernelsTest, DequantizeFloat8EveryCodeInEveryLane) {
                          int64_t block) {
     const Tensor xt{x, shape, codes};
     const Tensor st{T::kFloat, scale_shape, make_float_tensor(T::kFloat, scales)};
-    DequantizeLinearAttributes attributes;
-    attributes.opset = 25;
-    const int64_t axis = static_cast<int64_t>(shape.size()) - 1;
-    attributes.axis = axis;
-    if (block > 0) attributes.block_size = block;
-    attributes.output_dtype = static_cast<int64_t>(y);
-    const TensorView xv = xt.view();
-    const TensorView sv = st.view();
-    const DequantizeCall call = plan_dequantize(attributes, xv, sv, nullptr);
+    const DequantizeCall call = plan_last_axis_dequantize(xt, st, y, block);
     const int64_t n = count_of(shape);
-    const std::string what = describe(x, T::kFloat, y, shape, axis, block, false, false);
+    const std::string what =
+        describe(x, T::kFloat, y, shape, static_cast<int64_t>(shape.size()) - 1, block, false, false);
     expect_target_matches_scalar(call, n, {0, n}, what);
     expect_target_matches_scalar(call, n, task_bounds(n, rng), what + " tasks");
   };
@@ -854,18 +860,11 @@ TEST_P(SimdKernelsTest, DequantizeFloat8ScalesNearTheTopOfTheRange) {
     const int64_t n = count_of(shape);
     const Tensor xt{x, shape, random_bytes(x, n, rng)};
     const Tensor st{T::kFloat, scale_shape, make_float_tensor(T::kFloat, values)};
-    DequantizeLinearAttributes attributes;
-    attributes.opset = 25;
-    const int64_t axis = static_cast<int64_t>(shape.size()) - 1;
-    attributes.axis = axis;
-    if (block > 0) attributes.block_size = block;
-    attributes.output_dtype = static_cast<int64_t>(y);
-    const TensorView xv = xt.view();
-    const TensorView sv = st.view();
-    const DequantizeCall call = plan_dequantize(attributes, xv, sv, nullptr);
+    const DequantizeCall call = plan_last_axis_dequantize(xt, st, y, block);
     expect_target_matches_scalar(
         call, n, task_bounds(n, rng),
-        describe(x, T::kFloat, y, shape, axis, block, false, false) + " scale " + std::to_string(values[0]));
+        describe(x, T::kFloat, y, shape, static_cast<int64_t>(shape.size()) - 1, block, false, false) + " scale " +
+            std::to_string(values[0]));
   };
   for (const T x : {T::kFloat8E4M3FN, T::kFloat8E4M3FNUZ, T::kFloat8E5M2, T::kFloat8E5M2FNUZ}) {
     for (const T y : kDequantizedTypes) {
