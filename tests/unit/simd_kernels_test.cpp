@@ -794,12 +794,13 @@ TEST_P(SimdKernelsTest, DequantizeEveryCodeOfEveryType) {
   expect_compared(78);
 }
 
-/// DequantizeLinear (opset 25) of xt into y along its last axis, with float32 scales st and no zero
-/// point: per tensor for a scalar st, else in blocks of `block`. The call refers to xt and st.
-DequantizeCall plan_last_axis_dequantize(const Tensor& xt, const Tensor& st, T y, int64_t block) {
+/// DequantizeLinear (opset 25) of xt into y along `axis` (the last by default), with float32 scales
+/// st and no zero point: per tensor for a scalar st, else in blocks of `block`. The call refers to xt
+/// and st.
+DequantizeCall plan_blocked_dequantize(const Tensor& xt, const Tensor& st, T y, int64_t block, int64_t axis = -1) {
   DequantizeLinearAttributes attributes;
   attributes.opset = 25;
-  attributes.axis = static_cast<int64_t>(xt.shape.size()) - 1;
+  attributes.axis = axis >= 0 ? axis : static_cast<int64_t>(xt.shape.size()) - 1;
   if (block > 0) attributes.block_size = block;
   attributes.output_dtype = static_cast<int64_t>(y);
   const TensorView xv = xt.view();
@@ -819,7 +820,7 @@ TEST_P(SimdKernelsTest, DequantizeFloat8EveryCodeInEveryLane) {
                          int64_t block) {
     const Tensor xt{x, shape, codes};
     const Tensor st{T::kFloat, scale_shape, make_float_tensor(T::kFloat, scales)};
-    const DequantizeCall call = plan_last_axis_dequantize(xt, st, y, block);
+    const DequantizeCall call = plan_blocked_dequantize(xt, st, y, block);
     const int64_t n = count_of(shape);
     const std::string what =
         describe(x, T::kFloat, y, shape, static_cast<int64_t>(shape.size()) - 1, block, false, false);
@@ -840,7 +841,8 @@ TEST_P(SimdKernelsTest, DequantizeFloat8EveryCodeInEveryLane) {
 /// float8 DequantizeLinear with scales near the top of float32's range: the kernels fold the power of
 /// two their float8 decode multiplies by (2^8, 2^7) into a scale only where the product stays finite,
 /// so scales from 2^119 up take both routes, per tensor and per block (one piece with a scale that
-/// cannot take the factor, one whose scales all can).
+/// cannot take the factor, one whose scales all can), along the last axis and the first (rows of
+/// scales read in place); in random tasks and in one.
 TEST_P(SimdKernelsTest, DequantizeFloat8ScalesNearTheTopOfTheRange) {
   std::mt19937 rng(14);
   const float max = std::numeric_limits<float>::max();
@@ -856,15 +858,16 @@ TEST_P(SimdKernelsTest, DequantizeFloat8ScalesNearTheTopOfTheRange) {
                                      std::numeric_limits<float>::denorm_min(),
                                      1.0f};
   const auto check = [&](T x, T y, const Shape& shape, const Shape& scale_shape, const std::vector<float>& values,
-                         int64_t block) {
+                         int64_t block, int64_t axis = -1) {
     const int64_t n = count_of(shape);
     const Tensor xt{x, shape, random_bytes(x, n, rng)};
     const Tensor st{T::kFloat, scale_shape, make_float_tensor(T::kFloat, values)};
-    const DequantizeCall call = plan_last_axis_dequantize(xt, st, y, block);
-    expect_target_matches_scalar(
-        call, n, task_bounds(n, rng),
-        describe(x, T::kFloat, y, shape, static_cast<int64_t>(shape.size()) - 1, block, false, false) + " scale " +
-            std::to_string(values[0]));
+    const DequantizeCall call = plan_blocked_dequantize(xt, st, y, block, axis);
+    const std::string what = describe(x, T::kFloat, y, shape, axis >= 0 ? axis : static_cast<int64_t>(shape.size()) - 1,
+                                      block, false, false) +
+                             " scale " + std::to_string(values[0]);
+    expect_target_matches_scalar(call, n, task_bounds(n, rng), what);
+    expect_target_matches_scalar(call, n, {0, n}, what + " one task");
   };
   for (const T x : {T::kFloat8E4M3FN, T::kFloat8E4M3FNUZ, T::kFloat8E5M2, T::kFloat8E5M2FNUZ}) {
     for (const T y : kDequantizedTypes) {
@@ -873,9 +876,15 @@ TEST_P(SimdKernelsTest, DequantizeFloat8ScalesNearTheTopOfTheRange) {
       std::vector<float> blocks(128);
       for (size_t k = 0; k < blocks.size(); ++k) blocks[k] = k < 64 ? scales[k % scales.size()] : 0x1p119f;
       check(x, y, {2, 2048}, {2, 64}, blocks, 32);
+      // Blocks of 8 rows along the first axis, whose rows of scales are read in place: the second
+      // holds 2^121 and more, the others can take the decode's factor.
+      std::vector<float> rows(4 * 520, 0x1p119f);
+      for (size_t k = 0; k < 520; ++k) rows[520 + k] = scales[k % scales.size()];
+      for (size_t k = 0; k < 520; ++k) rows[2 * 520 + k] = static_cast<float>(k + 1) * 0.01f;
+      check(x, y, {32, 520}, {4, 520}, rows, 8, 0);
     }
   }
-  expect_compared(4 * 3 * 12);
+  expect_compared(4 * 3 * 13 * 2);
 }
 
 /// Blocks along the last axis of every length the kernels treat apart: a power of two of one, two or
