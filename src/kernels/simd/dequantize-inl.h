@@ -234,57 +234,73 @@ HWY_INLINE void DequantizeLoop(const DequantizeCall& c, const void* src, int64_t
   const bool y_ahead = kYAhead && y_is_output && OutputInL2(c.y_bytes);
   const uintptr_t y_at = reinterpret_cast<uintptr_t>(y) + static_cast<uintptr_t>(first) * kOutBytes;
   int64_t i = 0;
-  for (; i + 4 * lanes <= count; i += 4 * lanes) {
-    if constexpr (kGroupBytes > 0) {
-      PrefetchAhead(x_at + static_cast<uintptr_t>(i) * kInBytes, kGroupBytes, x_ahead);
-    }
-    if constexpr (kYAhead) {
-      if (y_ahead)
-        PrefetchAhead(y_at + static_cast<uintptr_t>(i) * kOutBytes, 4 * hn::MaxLanes(DF()) * kOutBytes, {true, false});
-    }
-#if HWY_TARGET == HWY_AVX2
-    if constexpr (kBFloat16EvenOdd<X, Y, kVectorsPerBlock, kAlignStores>) {
-      uint8_t* out = static_cast<uint8_t*>(y) + 2 * (first + i);
-      VF even[2], odd[2];
-      for (int pair = 0; pair < 2; ++pair) {
-        LoadIntEvenOdd<X>(src, src_index + i + 2 * pair * lanes, zero_point(param_at(i, 2 * pair), full), even[pair],
-                          odd[pair]);
+  // The loop comes in two copies, with and without the requests, so that calls that make none (x in
+  // cache, read from a buffer) do not test for them at every step.
+  const auto steps = [&](auto requests) QDQ_INLINE_LAMBDA {
+    for (; i + 4 * lanes <= count; i += 4 * lanes) {
+      if constexpr (decltype(requests)::value) {
+        if constexpr (kGroupBytes > 0) {
+          PrefetchAhead(x_at + static_cast<uintptr_t>(i) * kInBytes, kGroupBytes, x_ahead);
+        }
+        if constexpr (kYAhead) {
+          if (y_ahead)
+            PrefetchAhead(y_at + static_cast<uintptr_t>(i) * kOutBytes, 4 * hn::MaxLanes(DF()) * kOutBytes,
+                          {true, false});
+        }
       }
-      const VF s0 = scale(i, full);
-      StoreBFloat16EvenOdd(hn::Mul(even[0], s0), hn::Mul(odd[0], s0), out);
-      const VF s2 = kGroup == 4 ? s0 : scale(i + 2 * lanes, full);
-      StoreBFloat16EvenOdd(hn::Mul(even[1], s2), hn::Mul(odd[1], s2), out + 4 * lanes);
-      continue;
-    }
+#if HWY_TARGET == HWY_AVX2
+      if constexpr (kBFloat16EvenOdd<X, Y, kVectorsPerBlock, kAlignStores>) {
+        uint8_t* out = static_cast<uint8_t*>(y) + 2 * (first + i);
+        VF even[2], odd[2];
+        for (int pair = 0; pair < 2; ++pair) {
+          LoadIntEvenOdd<X>(src, src_index + i + 2 * pair * lanes, zero_point(param_at(i, 2 * pair), full), even[pair],
+                            odd[pair]);
+        }
+        const VF s0 = scale(i, full);
+        StoreBFloat16EvenOdd(hn::Mul(even[0], s0), hn::Mul(odd[0], s0), out);
+        const VF s2 = kGroup == 4 ? s0 : scale(i + 2 * lanes, full);
+        StoreBFloat16EvenOdd(hn::Mul(even[1], s2), hn::Mul(odd[1], s2), out + 4 * lanes);
+        continue;
+      }
 #endif
-    VF d0, d1, d2, d3;
-    if constexpr (!IsIntegerIn(X) && kDecodesInPairs<typename TypeTraits<X>::Format>) {
-      const uint8_t* const codes = static_cast<const uint8_t*>(src) + src_index + i;
-      LoadDecoded4<typename TypeTraits<X>::Format, !kFactorInScale>(codes, d0, d1, d2, d3);
-    } else {
-      d0 = value_with(i, full, param_at(i, 0));
-      d1 = value_with(i + lanes, full, param_at(i, 1));
-      d2 = value_with(i + 2 * lanes, full, param_at(i, 2));
-      d3 = value_with(i + 3 * lanes, full, param_at(i, 3));
+      VF d0, d1, d2, d3;
+      if constexpr (!IsIntegerIn(X) && kDecodesInPairs<typename TypeTraits<X>::Format>) {
+        const uint8_t* const codes = static_cast<const uint8_t*>(src) + src_index + i;
+        LoadDecoded4<typename TypeTraits<X>::Format, !kFactorInScale>(codes, d0, d1, d2, d3);
+      } else {
+        d0 = value_with(i, full, param_at(i, 0));
+        d1 = value_with(i + lanes, full, param_at(i, 1));
+        d2 = value_with(i + 2 * lanes, full, param_at(i, 2));
+        d3 = value_with(i + 3 * lanes, full, param_at(i, 3));
+      }
+      // Vector v's scale: loaded where it is used (as the loop did before groups shared them) when v
+      // starts a group, else the group's.
+      const auto scale_of = [&](int64_t v, VF group)
+                                QDQ_INLINE_LAMBDA { return v % kGroup == 0 ? scale(i + v * lanes, full) : group; };
+      const VF s0 = scale(i, full);
+      if constexpr (Y == T::kBFloat16) {
+        // Two vectors of codes per store.
+        uint8_t* out = static_cast<uint8_t*>(y) + 2 * (first + i);
+        StoreBFloat16Pair(hn::Mul(d0, s0), hn::Mul(d1, scale_of(1, s0)), out);
+        const VF s2 = scale_of(2, s0);
+        StoreBFloat16Pair(hn::Mul(d2, s2), hn::Mul(d3, scale_of(3, s2)), out + 4 * lanes);
+      } else {
+        StoreY<Y>(hn::Mul(d0, s0), y, first + i, full);
+        StoreY<Y>(hn::Mul(d1, scale_of(1, s0)), y, first + i + lanes, full);
+        const VF s2 = scale_of(2, s0);
+        StoreY<Y>(hn::Mul(d2, s2), y, first + i + 2 * lanes, full);
+        StoreY<Y>(hn::Mul(d3, scale_of(3, s2)), y, first + i + 3 * lanes, full);
+      }
     }
-    // Vector v's scale: loaded where it is used (as the loop did before groups shared them) when v
-    // starts a group, else the group's.
-    const auto scale_of = [&](int64_t v, VF group)
-                              QDQ_INLINE_LAMBDA { return v % kGroup == 0 ? scale(i + v * lanes, full) : group; };
-    const VF s0 = scale(i, full);
-    if constexpr (Y == T::kBFloat16) {
-      // Two vectors of codes per store.
-      uint8_t* out = static_cast<uint8_t*>(y) + 2 * (first + i);
-      StoreBFloat16Pair(hn::Mul(d0, s0), hn::Mul(d1, scale_of(1, s0)), out);
-      const VF s2 = scale_of(2, s0);
-      StoreBFloat16Pair(hn::Mul(d2, s2), hn::Mul(d3, scale_of(3, s2)), out + 4 * lanes);
+  };
+  if constexpr (kGroupBytes > 0 || kYAhead) {
+    if (x_ahead.into_l1 || x_ahead.into_l2 || y_ahead) {
+      steps(std::true_type());
     } else {
-      StoreY<Y>(hn::Mul(d0, s0), y, first + i, full);
-      StoreY<Y>(hn::Mul(d1, scale_of(1, s0)), y, first + i + lanes, full);
-      const VF s2 = scale_of(2, s0);
-      StoreY<Y>(hn::Mul(d2, s2), y, first + i + 2 * lanes, full);
-      StoreY<Y>(hn::Mul(d3, scale_of(3, s2)), y, first + i + 3 * lanes, full);
+      steps(std::false_type());
     }
+  } else {
+    steps(std::false_type());
   }
   for (; i + lanes <= count; i += lanes) StoreY<Y>(hn::Mul(value(i, full), scale(i, full)), y, first + i, full);
   if (i == count) return;
