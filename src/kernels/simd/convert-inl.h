@@ -564,7 +564,7 @@ HWY_INLINE void LoadDecoded2(const uint8_t* p, VF& lo, VF& hi) {
 /// Whether LoadDecoded4<F> forms the float16 codes of its four vectors in one pass over their
 /// bytes (AVX2, the four float8 formats); elsewhere it is LoadDecoded2 twice.
 template <class F>
-constexpr bool kDecodesInBytes = HWY_TARGET == HWY_AVX2&& QDQ_SIMD_F16C&& kDecodesInPairs<F>;
+constexpr bool kDecodesInBytes = (HWY_TARGET == HWY_AVX2) && kDecodesInPairs<F>;
 
 /// The 4·Lanes one-byte codes at p as four vectors of float32 in memory order: LoadDecoded2<F> of
 /// p and of p + 2·Lanes. Where kDecodesInBytes, each float16 code's two bytes are computed on 32
