@@ -66,6 +66,19 @@ HWY_INLINE VF ClampNaNToLimit(VF v, VF limit) {
 #endif
 }
 
+/// min(v, limit) for a non-NaN limit, a NaN v becoming +limit.
+HWY_INLINE VF MinNaNToLimit(VF v, VF limit) {
+#if HWY_TARGET == HWY_AVX3
+  return VF{_mm512_min_ps(v.raw, limit.raw)};  // NaN: second operand
+#elif HWY_TARGET == HWY_AVX2
+  return VF{_mm256_min_ps(v.raw, limit.raw)};
+#elif HWY_TARGET == HWY_SSE4
+  return VF{_mm_min_ps(v.raw, limit.raw)};
+#else
+  return hn::IfThenElse(hn::IsNaN(v), limit, hn::Min(v, limit));
+#endif
+}
+
 /// The FLOAT4E2M1 code of |v|, v replaced by v clamped to ±6 (NaN to +6), whose sign is then the
 /// code's: EncodeNarrowMagnitude for FLOAT4E2M1.
 ///
@@ -75,17 +88,23 @@ HWY_INLINE VF ClampNaNToLimit(VF v, VF limit) {
 /// sum is 2|v| for normal v, and for ±0 and subnormals a value under 2^-125, which rounds to 0 as 2|v|
 /// does. The addition keeps v's sign, which the conversion keeps and the absolute value drops.
 /// `scaled` receives ±|v|·2^(1-k), the value that the conversion rounds (CodeRoundingCheck reads it).
+/// kUncapped: v is only clamped to at most 6 (NaN to +6), and the result is the code less 2 (at
+/// least -2): below -6, |v| lies in a higher binade and the code is above 7 (at most 260, ±inf
+/// included), for a caller that adds the 2 and takes the minimum with 7 once on bytes
+/// (StoreSignedNibbles4) instead of the lower clamp and the addition per vector.
+template <bool kUncapped = false>
 HWY_INLINE VU EncodeFloat4Magnitude(VF& v, VF& scaled) {
   const DF df;
   const DI di;
-  v = ClampNaNToLimit(v, hn::Set(df, 6.0f));
+  v = kUncapped ? MinNaNToLimit(v, hn::Set(df, 6.0f)) : ClampNaNToLimit(v, hn::Set(df, 6.0f));
   const VI bits = hn::BitCast(di, v);
   const VI exponent_field = hn::And(bits, hn::Set(di, 0x7F800000));
   const VI factor = hn::Min(hn::Sub(hn::Set(di, 128 << 23), exponent_field), hn::Set(di, 1 << 23));
   scaled = hn::BitCast(df, hn::Add(bits, factor));
   const VI rounded = hn::Abs(NearestIntInRange(scaled));
   // 2k = 2 - (factor >> 22).
-  return hn::BitCast(DU(), hn::Sub(hn::Add(rounded, hn::Set(di, 2)), hn::ShiftRight<22>(factor)));
+  const VI code_less_two = hn::Sub(rounded, hn::ShiftRight<22>(factor));
+  return hn::BitCast(DU(), kUncapped ? code_less_two : hn::Add(code_less_two, hn::Set(di, 2)));
 }
 
 /// The code of |v| in float8 format F, the sign left to ApplyNarrowSign: EncodeNarrow without its
@@ -177,11 +196,11 @@ constexpr uint32_t Float8CodeCap(bool saturate) {
 /// FLOAT4E2M1 replaces v by v clamped to ±6, NaN by +6, whose sign is then the code's; the float8
 /// formats leave v as it is.
 /// `scaled` receives the value that the encoder's conversion rounds to the code's low part; kFinite
-/// as for EncodeFloat8Magnitude.
+/// as for EncodeFloat8Magnitude, kUncapped as for EncodeFloat8Magnitude and EncodeFloat4Magnitude.
 template <class F, bool kFinite = false, bool kUncapped = false>
 HWY_INLINE VU EncodeNarrowMagnitude(VF& v, bool saturate, VF& scaled) {
   if constexpr (std::is_same_v<F, Float4E2M1Format>) {
-    return EncodeFloat4Magnitude(v, scaled);
+    return EncodeFloat4Magnitude<kUncapped>(v, scaled);
   } else {
     return EncodeFloat8Magnitude<F, kFinite, kUncapped>(v, saturate, scaled);
   }

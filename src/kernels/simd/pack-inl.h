@@ -419,24 +419,31 @@ HWY_INLINE void StoreNibbles4(VI a, VI b, VI c, VI d, uint8_t* out) {
 /// StoreNibbles4 for FLOAT4E2M1: a, b, c, d the magnitudes' codes (0..7), sa, sb, sc, sd the values
 /// whose sign bits complete them. The signs go through the same packs as the magnitudes (a negative
 /// float's bits stay a negative integer) and one shift puts all of them at bit 3, as
-/// StoreSignedBytes4 does for float8.
+/// StoreSignedBytes4 does for float8. kUncapped: a..d are EncodeFloat4Magnitude<true>'s codes less 2
+/// (-2..258), completed on the packed bytes by one addition and one minimum (the signed byte pack
+/// keeps every code above 7 above it).
+template <bool kUncapped = false>
 HWY_INLINE void StoreSignedNibbles4(VI a, VI b, VI c, VI d, VF sa, VF sb, VF sc, VF sd, uint8_t* out) {
 #if HWY_TARGET == HWY_AVX2
-  const __m256i codes = _mm256_packs_epi16(_mm256_packs_epi32(a.raw, b.raw), _mm256_packs_epi32(c.raw, d.raw));
+  __m256i codes = _mm256_packs_epi16(_mm256_packs_epi32(a.raw, b.raw), _mm256_packs_epi32(c.raw, d.raw));
+  if constexpr (kUncapped) codes = _mm256_min_epu8(_mm256_add_epi8(codes, _mm256_set1_epi8(2)), _mm256_set1_epi8(7));
   // Bit 7 of each byte to bit 3 of the same byte: a 16-bit shift moves nothing else into place.
   const __m256i signs = _mm256_srli_epi16(PackedSignBits4(sa, sb, sc, sd), 4);
   StoreNibbleBytes(_mm256_or_si256(codes, signs), out);
 #elif HWY_TARGET == HWY_AVX3
-  const __m512i codes = _mm512_packs_epi16(_mm512_packs_epi32(a.raw, b.raw), _mm512_packs_epi32(c.raw, d.raw));
+  __m512i codes = _mm512_packs_epi16(_mm512_packs_epi32(a.raw, b.raw), _mm512_packs_epi32(c.raw, d.raw));
+  if constexpr (kUncapped) codes = _mm512_min_epu8(_mm512_add_epi8(codes, _mm512_set1_epi8(2)), _mm512_set1_epi8(7));
   const __m512i signs = _mm512_srli_epi16(PackedSignBits4(sa, sb, sc, sd), 4);
   StoreNibbleBytes(_mm512_or_si512(codes, signs), out);
 #elif HWY_TARGET == HWY_SSE4
-  const __m128i codes = _mm_packs_epi16(_mm_packs_epi32(a.raw, b.raw), _mm_packs_epi32(c.raw, d.raw));
+  __m128i codes = _mm_packs_epi16(_mm_packs_epi32(a.raw, b.raw), _mm_packs_epi32(c.raw, d.raw));
+  if constexpr (kUncapped) codes = _mm_min_epu8(_mm_add_epi8(codes, _mm_set1_epi8(2)), _mm_set1_epi8(7));
   const __m128i signs = _mm_srli_epi16(PackedSignBits4(sa, sb, sc, sd), 4);
   StoreNibbleBytes(_mm_or_si128(codes, signs), out);
 #else
   const DI di;
   const auto with_sign = [&](VI m, VF s) {
+    if constexpr (kUncapped) m = hn::Min(hn::Add(m, hn::Set(di, 2)), hn::Set(di, 7));
     return hn::Or(m, hn::And(hn::ShiftRight<28>(hn::BitCast(di, s)), hn::Set(di, 8)));
   };
   StoreNibbles4(with_sign(a, sa), with_sign(b, sb), with_sign(c, sc), with_sign(d, sd), out);

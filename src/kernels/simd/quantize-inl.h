@@ -362,11 +362,13 @@ HWY_INLINE void StoreQuotientGroup(const QuantizeCall& c, bool saturate, VF q0, 
       q2 = hn::Add(q2, params.FloatZeroPoint(k + 2 * lanes, full));
       q3 = hn::Add(q3, params.FloatZeroPoint(k + 3 * lanes, full));
     }
-    const VI m0 = hn::BitCast(di, EncodeNarrowMagnitude<F>(q0, true));
-    const VI m1 = hn::BitCast(di, EncodeNarrowMagnitude<F>(q1, true));
-    const VI m2 = hn::BitCast(di, EncodeNarrowMagnitude<F>(q2, true));
-    const VI m3 = hn::BitCast(di, EncodeNarrowMagnitude<F>(q3, true));
-    StoreSignedNibbles4(m0, m1, m2, m3, q0, q1, q2, q3, out);
+    // Uncapped: the codes' lower clamp and last addition are taken once on the packed bytes.
+    VF t0, t1, t2, t3;  // unused
+    const VI m0 = hn::BitCast(di, EncodeNarrowMagnitude<F, false, true>(q0, true, t0));
+    const VI m1 = hn::BitCast(di, EncodeNarrowMagnitude<F, false, true>(q1, true, t1));
+    const VI m2 = hn::BitCast(di, EncodeNarrowMagnitude<F, false, true>(q2, true, t2));
+    const VI m3 = hn::BitCast(di, EncodeNarrowMagnitude<F, false, true>(q3, true, t3));
+    StoreSignedNibbles4<true>(m0, m1, m2, m3, q0, q1, q2, q3, out);
   } else if constexpr (IsIntegerOut(Y) && OutBits(Y) <= 8) {
     // The zero points are added in the stores, after one clamp; 2/4-bit outputs clamp to their range
     // on the bytes.
@@ -396,13 +398,17 @@ template <T Y, bool kPackInRegisters, class Divisors>
 HWY_INLINE void StoreCheckedGroup(bool saturate, VF x0, VF x1, VF x2, VF x3, const Divisors& d, uint8_t* out) {
   using F = typename TypeTraits<Y>::Format;
   const DI di;
+  // FLOAT4E2M1 packed in registers: uncapped codes, completed on the packed bytes (StoreSignedNibbles4).
+  constexpr bool kUncapped = Y == T::kFloat4E2M1 && kPackInRegisters;
   VF q0 = hn::Mul(x0, d.r0), q1 = hn::Mul(x1, d.r1), q2 = hn::Mul(x2, d.r2), q3 = hn::Mul(x3, d.r3);
   VF t0, t1, t2, t3;
   // The FLOAT4E2M1 encoder replaces q by q clamped, whose sign the store takes. The encoders take q
   // as finite: that changes only FNUZ saturating (no select by finiteness), whose kept groups hold
   // only |q| < 2^127 (the guard below); a group with NaN or ±inf is encoded again after dividing.
-  VU m0 = EncodeNarrowMagnitude<F, true>(q0, saturate, t0), m1 = EncodeNarrowMagnitude<F, true>(q1, saturate, t1);
-  VU m2 = EncodeNarrowMagnitude<F, true>(q2, saturate, t2), m3 = EncodeNarrowMagnitude<F, true>(q3, saturate, t3);
+  VU m0 = EncodeNarrowMagnitude<F, true, kUncapped>(q0, saturate, t0);
+  VU m1 = EncodeNarrowMagnitude<F, true, kUncapped>(q1, saturate, t1);
+  VU m2 = EncodeNarrowMagnitude<F, true, kUncapped>(q2, saturate, t2);
+  VU m3 = EncodeNarrowMagnitude<F, true, kUncapped>(q3, saturate, t3);
   auto keep = CodeRoundingCheck::Keeps(t0, t1, t2, t3);
   if constexpr (F::kSpecials == SpecialValues::kFnuz) {
     if (saturate) {
@@ -424,17 +430,17 @@ HWY_INLINE void StoreCheckedGroup(bool saturate, VF x0, VF x1, VF x2, VF x3, con
     q1 = divided.q1;
     q2 = divided.q2;
     q3 = divided.q3;
-    m0 = EncodeNarrowMagnitude<F>(q0, saturate);
-    m1 = EncodeNarrowMagnitude<F>(q1, saturate);
-    m2 = EncodeNarrowMagnitude<F>(q2, saturate);
-    m3 = EncodeNarrowMagnitude<F>(q3, saturate);
+    m0 = EncodeNarrowMagnitude<F, false, kUncapped>(q0, saturate, t0);
+    m1 = EncodeNarrowMagnitude<F, false, kUncapped>(q1, saturate, t1);
+    m2 = EncodeNarrowMagnitude<F, false, kUncapped>(q2, saturate, t2);
+    m3 = EncodeNarrowMagnitude<F, false, kUncapped>(q3, saturate, t3);
   }
   if constexpr (is_float8(Y)) {
     StoreSignedBytes4<F::kSpecials == SpecialValues::kFnuz>(
         hn::BitCast(di, m0), hn::BitCast(di, m1), hn::BitCast(di, m2), hn::BitCast(di, m3), q0, q1, q2, q3, out);
   } else if constexpr (kPackInRegisters) {
-    StoreSignedNibbles4(hn::BitCast(di, m0), hn::BitCast(di, m1), hn::BitCast(di, m2), hn::BitCast(di, m3), q0, q1, q2,
-                        q3, out);
+    StoreSignedNibbles4<true>(hn::BitCast(di, m0), hn::BitCast(di, m1), hn::BitCast(di, m2), hn::BitCast(di, m3), q0,
+                              q1, q2, q3, out);
   } else {
     StoreGroup<Y, false>(hn::BitCast(di, ApplyNarrowSign<F>(m0, q0)), hn::BitCast(di, ApplyNarrowSign<F>(m1, q1)),
                          hn::BitCast(di, ApplyNarrowSign<F>(m2, q2)), hn::BitCast(di, ApplyNarrowSign<F>(m3, q3)), out);
