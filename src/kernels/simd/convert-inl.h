@@ -107,6 +107,14 @@ HWY_INLINE VU EncodeFloat4Magnitude(VF& v, VF& scaled) {
   return hn::BitCast(DU(), kUncapped ? code_less_two : hn::Add(code_less_two, hn::Set(di, 2)));
 }
 
+/// The constant term 2^M·(M - emin) of EncodeFloat8Magnitude's code (M the mantissa bits, emin the
+/// smallest normal exponent: 72 for FLOAT8E4M3FN, 64 for E5M2, 80 and 68 for the FNUZ formats, all
+/// below 128), which kUncapped leaves to the caller.
+template <class F>
+constexpr int32_t Float8CodeBase() {
+  return (F::kManBits - (1 - F::kBias)) << F::kManBits;
+}
+
 /// The code of |v| in float8 format F, the sign left to ApplyNarrowSign: EncodeNarrow without its
 /// sign.
 ///
@@ -124,8 +132,9 @@ HWY_INLINE VU EncodeFloat4Magnitude(VF& v, VF& scaled) {
 /// `scaled` receives |v|·2^(M-k) (v saturated first where that applies), the value that the
 /// conversion rounds (CodeRoundingCheck reads it). kFinite: the caller uses the codes only where
 /// every lane of v is finite, so that FNUZ saturation needs no select by finiteness. kUncapped:
-/// where the last step is one minimum with Float8CodeCap, the codes before it (at most 2^11), for a
-/// caller that takes it once on bytes; otherwise the codes as always.
+/// where the last step is one minimum with Float8CodeCap, the codes before it less Float8CodeBase
+/// (-Float8CodeBase to 2^11), for a caller that adds the base and takes the minimum once on bytes
+/// (StoreSignedBytes4); otherwise the codes as always.
 template <class F, bool kFinite = false, bool kUncapped = false>
 HWY_INLINE VU EncodeFloat8Magnitude(VF v, bool saturate, VF& scaled) {
   static_assert(F::kBits == 8);
@@ -147,11 +156,12 @@ HWY_INLINE VU EncodeFloat8Magnitude(VF v, bool saturate, VF& scaled) {
       hn::Min(hn::Sub(hn::Set(di, (kM + 127) << 23), exponent_field), hn::Set(di, (kM - kMinExponent) << 23));
   scaled = hn::BitCast(df, hn::Add(hn::BitCast(di, mag), factor));
   const VI rounded = NearestIntInRange(scaled);
-  // 2^M·(k - emin) = ((M - emin) << M) - (factor >> (23 - M)).
-  const VU code = hn::BitCast(
-      du, hn::Sub(hn::Add(rounded, hn::Set(di, (kM - kMinExponent) << kM)), hn::ShiftRight<23 - kM>(factor)));
-  const auto capped = [&](uint32_t cap)
-                          QDQ_INLINE_LAMBDA { return kUncapped ? code : hn::Min(code, hn::Set(du, cap)); };
+  // 2^M·(k - emin) = ((M - emin) << M) - (factor >> (23 - M)), the first term Float8CodeBase.
+  const VI code_less_base = hn::Sub(rounded, hn::ShiftRight<23 - kM>(factor));
+  const VU code = hn::BitCast(du, hn::Add(code_less_base, hn::Set(di, Float8CodeBase<F>())));
+  const auto capped = [&](uint32_t cap) QDQ_INLINE_LAMBDA {
+    return kUncapped ? hn::BitCast(du, code_less_base) : hn::Min(code, hn::Set(du, cap));
+  };
   if constexpr (F::kSpecials == SpecialValues::kFn) {
     // Overflow (not saturating), ±inf and NaN: the NaN S.1111.111.
     return capped(F::kMagnitudeMask);

@@ -208,9 +208,10 @@ HWY_INLINE void StoreBytes4PlusZeroPoints(VI a, VI b, VI c, VI d, VI za, VI zb, 
 /// Stores 4·Lanes sign-magnitude byte codes: magnitudes a..d (int32 lanes, at most 0xFF) with the
 /// sign bits of sa..sd as bit 7, which where kZeroUnsigned a zero magnitude does not take. The signs
 /// go through the same saturating packs as the magnitudes (a negative int32 stays negative), so that
-/// one AND puts all of them in place: fewer operations than a shift per vector. kCap: the magnitudes
-/// (non-negative, below 2^15) are min(magnitude, cap), taken once on the packed bytes, where the
-/// packs' saturation at 255 keeps the order.
+/// one AND puts all of them in place: fewer operations than a shift per vector. kCap: a..d are the
+/// magnitudes less `base` (from -base, base in [1, 127], to below 2^15), and the magnitudes stored are
+/// min(a + base, cap) (cap at most 127 + base), both taken once on the packed bytes: the signed packs
+/// keep every value above 127 above cap once the base is added.
 #if HWY_TARGET == HWY_AVX2
 /// Bit 7 of byte i is the sign bit of float i of sa..sd, in the byte order two packs_epi16 of
 /// packs_epi32 pairs give (the stores' order before their permute); the other bits are zero.
@@ -239,33 +240,50 @@ HWY_INLINE __m128i PackedSignBits4(VF sa, VF sb, VF sc, VF sd) {
 #endif
 
 template <bool kZeroUnsigned, bool kCap = false>
-HWY_INLINE void StoreSignedBytes4(VI a, VI b, VI c, VI d, VF sa, VF sb, VF sc, VF sd, uint8_t* out,
-                                  uint8_t cap = 0xFF) {
+HWY_INLINE void StoreSignedBytes4(VI a, VI b, VI c, VI d, VF sa, VF sb, VF sc, VF sd, uint8_t* out, uint8_t cap = 0xFF,
+                                  uint8_t base = 0) {
 #if HWY_TARGET == HWY_AVX2
-  __m256i codes =
-      _mm256_packus_epi16(_mm256_packs_epi32(a.raw, b.raw), _mm256_packs_epi32(c.raw, d.raw));  // as StoreBytes4
-  if constexpr (kCap) codes = _mm256_min_epu8(codes, _mm256_set1_epi8(static_cast<char>(cap)));
+  __m256i codes;
+  if constexpr (kCap) {
+    codes = _mm256_packs_epi16(_mm256_packs_epi32(a.raw, b.raw), _mm256_packs_epi32(c.raw, d.raw));
+    codes = _mm256_min_epu8(_mm256_add_epi8(codes, _mm256_set1_epi8(static_cast<char>(base))),
+                            _mm256_set1_epi8(static_cast<char>(cap)));
+  } else {
+    codes = _mm256_packus_epi16(_mm256_packs_epi32(a.raw, b.raw), _mm256_packs_epi32(c.raw, d.raw));  // as StoreBytes4
+  }
   __m256i signs = PackedSignBits4(sa, sb, sc, sd);
   if constexpr (kZeroUnsigned) signs = _mm256_andnot_si256(_mm256_cmpeq_epi8(codes, _mm256_setzero_si256()), signs);
   const __m256i bytes = _mm256_or_si256(codes, signs);
   _mm256_storeu_si256(reinterpret_cast<__m256i*>(out),
                       _mm256_permutevar8x32_epi32(bytes, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7)));
 #elif HWY_TARGET == HWY_AVX3
-  __m512i codes = _mm512_packus_epi16(_mm512_packs_epi32(a.raw, b.raw), _mm512_packs_epi32(c.raw, d.raw));
-  if constexpr (kCap) codes = _mm512_min_epu8(codes, _mm512_set1_epi8(static_cast<char>(cap)));
+  __m512i codes;
+  if constexpr (kCap) {
+    codes = _mm512_packs_epi16(_mm512_packs_epi32(a.raw, b.raw), _mm512_packs_epi32(c.raw, d.raw));
+    codes = _mm512_min_epu8(_mm512_add_epi8(codes, _mm512_set1_epi8(static_cast<char>(base))),
+                            _mm512_set1_epi8(static_cast<char>(cap)));
+  } else {
+    codes = _mm512_packus_epi16(_mm512_packs_epi32(a.raw, b.raw), _mm512_packs_epi32(c.raw, d.raw));
+  }
   __m512i signs = PackedSignBits4(sa, sb, sc, sd);
   if constexpr (kZeroUnsigned) signs = _mm512_maskz_mov_epi8(_mm512_test_epi8_mask(codes, codes), signs);
   _mm512_storeu_si512(out, PackedBytesInOrder(_mm512_or_si512(codes, signs)));
 #elif HWY_TARGET == HWY_SSE4
-  __m128i codes = _mm_packus_epi16(_mm_packs_epi32(a.raw, b.raw), _mm_packs_epi32(c.raw, d.raw));
-  if constexpr (kCap) codes = _mm_min_epu8(codes, _mm_set1_epi8(static_cast<char>(cap)));
+  __m128i codes;
+  if constexpr (kCap) {
+    codes = _mm_packs_epi16(_mm_packs_epi32(a.raw, b.raw), _mm_packs_epi32(c.raw, d.raw));
+    codes = _mm_min_epu8(_mm_add_epi8(codes, _mm_set1_epi8(static_cast<char>(base))),
+                         _mm_set1_epi8(static_cast<char>(cap)));
+  } else {
+    codes = _mm_packus_epi16(_mm_packs_epi32(a.raw, b.raw), _mm_packs_epi32(c.raw, d.raw));
+  }
   __m128i signs = PackedSignBits4(sa, sb, sc, sd);
   if constexpr (kZeroUnsigned) signs = _mm_andnot_si128(_mm_cmpeq_epi8(codes, _mm_setzero_si128()), signs);
   _mm_storeu_si128(reinterpret_cast<__m128i*>(out), _mm_or_si128(codes, signs));
 #else
   const DI di;
   const auto with_sign = [&](VI m, VF s) {
-    if constexpr (kCap) m = hn::Min(m, hn::Set(di, cap));
+    if constexpr (kCap) m = hn::Min(hn::Add(m, hn::Set(di, base)), hn::Set(di, cap));
     VI sign = hn::ShiftRight<24>(hn::And(hn::BitCast(di, s), hn::Set(di, static_cast<int32_t>(0x80000000u))));
     sign = hn::And(sign, hn::Set(di, 0x80));
     if constexpr (kZeroUnsigned) sign = hn::IfThenZeroElse(hn::Eq(m, hn::Zero(di)), sign);

@@ -330,7 +330,7 @@ HWY_INLINE void StoreQuotientGroup(const QuantizeCall& c, bool saturate, VF q0, 
                                       hn::BitCast(di, EncodeNarrowMagnitude<F, true, true>(q1, true, t1)),
                                       hn::BitCast(di, EncodeNarrowMagnitude<F, true, true>(q2, true, t2)),
                                       hn::BitCast(di, EncodeNarrowMagnitude<F, true, true>(q3, true, t3)), q0, q1, q2,
-                                      q3, out, Float8CodeCap<F, true>(true));
+                                      q3, out, Float8CodeCap<F, true>(true), Float8CodeBase<F>());
         return;
       }
     }
@@ -342,7 +342,7 @@ HWY_INLINE void StoreQuotientGroup(const QuantizeCall& c, bool saturate, VF q0, 
           hn::BitCast(di, EncodeNarrowMagnitude<F, false, true>(q1, saturate, t1)),
           hn::BitCast(di, EncodeNarrowMagnitude<F, false, true>(q2, saturate, t2)),
           hn::BitCast(di, EncodeNarrowMagnitude<F, false, true>(q3, saturate, t3)), q0, q1, q2, q3, out,
-          static_cast<uint8_t>(cap));
+          static_cast<uint8_t>(cap), Float8CodeBase<F>());
       return;
     }
     const VI m0 = hn::BitCast(di, EncodeNarrowMagnitude<F>(q0, saturate));
