@@ -14,6 +14,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <random>
@@ -98,6 +99,67 @@ void TestEncodeEveryFormat() {
   CheckEncode<Float8E5M2Format>("FLOAT8E5M2", inputs);
   CheckEncode<Float8E5M2FNUZFormat>("FLOAT8E5M2FNUZ", inputs);
   CheckEncode<Float4E2M1Format>("FLOAT4E2M1", inputs);
+}
+
+/// EncodeNarrowMagnitude's uncapped codes (kUncapped) lie in [-base, highest], the range that the
+/// byte stores rely on, and completed as StoreSignedBytes4 and StoreSignedNibbles4 complete them (a
+/// signed saturating narrowing to a byte, plus base, then the unsigned minimum with cap) are the
+/// capped codes, with values of the same sign, on every input (kFinite: every finite input).
+template <class F, bool kFinite>
+void CheckUncapped(const char* name, const std::vector<float>& inputs, bool saturate, int32_t base, uint32_t cap,
+                   int32_t highest) {
+  const DF df;
+  const DI di;
+  const DU du;
+  const size_t lanes = hn::Lanes(df);
+  HWY_ALIGN int32_t uncapped[HWY_MAX_BYTES / 4];
+  HWY_ALIGN uint32_t capped[HWY_MAX_BYTES / 4];
+  HWY_ALIGN float replaced_uncapped[HWY_MAX_BYTES / 4];
+  HWY_ALIGN float replaced_capped[HWY_MAX_BYTES / 4];
+  int failures = 0;
+  for (size_t i = 0; i + lanes <= inputs.size(); i += lanes) {
+    VF a = hn::LoadU(df, inputs.data() + i);
+    VF b = a;
+    VF scaled;
+    hn::Store(hn::BitCast(di, EncodeNarrowMagnitude<F, kFinite, true>(a, saturate, scaled)), di, uncapped);
+    hn::Store(EncodeNarrowMagnitude<F>(b, saturate), du, capped);
+    hn::Store(a, df, replaced_uncapped);
+    hn::Store(b, df, replaced_capped);
+    for (size_t j = 0; j < lanes; ++j) {
+      const float v = inputs[i + j];
+      if (kFinite && !std::isfinite(v)) continue;
+      const int32_t u = uncapped[j];
+      const uint32_t completed =
+          std::min<uint32_t>(static_cast<uint8_t>(static_cast<int8_t>(std::clamp(u, -128, 127)) + base), cap);
+      const bool ok = u >= -base && u <= highest && completed == capped[j] &&
+                      std::signbit(replaced_uncapped[j]) == std::signbit(replaced_capped[j]);
+      if (!ok && ++failures <= 5) {
+        ADD_FAILURE() << name << " saturate=" << saturate << ": float32 bits 0x" << std::hex << helpers_test::Bits(v)
+                      << std::dec << " uncapped " << u << " completes to " << completed << ", capped " << capped[j];
+      }
+    }
+  }
+  EXPECT_EQ(failures, 0) << name << " saturate=" << saturate;
+}
+
+/// CheckUncapped for float8 format F where its codes end in one minimum (Float8CodeCap).
+template <class F>
+void CheckUncappedFloat8(const char* name, const std::vector<float>& inputs) {
+  for (bool saturate : {false, true}) {
+    if (const uint32_t cap = Float8CodeCap<F>(saturate); cap != 0)
+      CheckUncapped<F, false>(name, inputs, saturate, Float8CodeBase<F>(), cap, 1 << 11);
+    if (const uint32_t cap = Float8CodeCap<F, true>(saturate); cap != 0)
+      CheckUncapped<F, true>(name, inputs, saturate, Float8CodeBase<F>(), cap, 1 << 11);
+  }
+}
+
+void TestUncappedCodesCompleteOnBytes() {
+  const std::vector<float> inputs = helpers_test::EncoderInputs();
+  CheckUncappedFloat8<Float8E4M3FNFormat>("FLOAT8E4M3FN", inputs);
+  CheckUncappedFloat8<Float8E4M3FNUZFormat>("FLOAT8E4M3FNUZ", inputs);
+  CheckUncappedFloat8<Float8E5M2Format>("FLOAT8E5M2", inputs);
+  CheckUncappedFloat8<Float8E5M2FNUZFormat>("FLOAT8E5M2FNUZ", inputs);
+  CheckUncapped<Float4E2M1Format, false>("FLOAT4E2M1", inputs, true, 2, 7, 256);
 }
 
 /// The 16-bit fast forms (F16C or bit arithmetic): EncodeHalf and RoundToF against the scalar
@@ -522,6 +584,7 @@ void TestWholeBlocksOfEveryTask() {}
 void TestStreamBytesEveryAlignment() {}
 void TestStreamBytesInPieces() {}
 void TestEncodeEveryFormat() {}
+void TestUncappedCodesCompleteOnBytes() {}
 void TestEncodeHalfFastForms() {}
 void TestDecodeEveryCode() {}
 void TestLoadDecodedEveryCode() {}
@@ -561,6 +624,7 @@ class SimdHelpersTest : public ::testing::TestWithParam<int64_t> {};
   }
 
 QDQ_SIMD_HELPER_TEST(EncodeEveryFormat)
+QDQ_SIMD_HELPER_TEST(UncappedCodesCompleteOnBytes)
 QDQ_SIMD_HELPER_TEST(EncodeHalfFastForms)
 QDQ_SIMD_HELPER_TEST(DecodeEveryCode)
 QDQ_SIMD_HELPER_TEST(LoadDecodedEveryCode)

@@ -89,7 +89,7 @@ HWY_INLINE VF MinNaNToLimit(VF v, VF limit) {
 /// does. The addition keeps v's sign, which the conversion keeps and the absolute value drops.
 /// `scaled` receives ±|v|·2^(1-k), the value that the conversion rounds (CodeRoundingCheck reads it).
 /// kUncapped: v is only clamped to at most 6 (NaN to +6), and the result is the code less 2 (at
-/// least -2): below -6, |v| lies in a higher binade and the code is above 7 (at most 260, ±inf
+/// least -2): below -6, |v| lies in a higher binade and the code is above 7 (at most 258, ±inf
 /// included), for a caller that adds the 2 and takes the minimum with 7 once on bytes
 /// (StoreSignedNibbles4) instead of the lower clamp and the addition per vector.
 template <bool kUncapped = false>

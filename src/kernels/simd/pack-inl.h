@@ -420,7 +420,7 @@ HWY_INLINE void StoreNibbles4(VI a, VI b, VI c, VI d, uint8_t* out) {
 /// whose sign bits complete them. The signs go through the same packs as the magnitudes (a negative
 /// float's bits stay a negative integer) and one shift puts all of them at bit 3, as
 /// StoreSignedBytes4 does for float8. kUncapped: a..d are EncodeFloat4Magnitude<true>'s codes less 2
-/// (-2..258), completed on the packed bytes by one addition and one minimum (the signed byte pack
+/// (-2..256), completed on the packed bytes by one addition and one minimum (the signed byte pack
 /// keeps every code above 7 above it).
 template <bool kUncapped = false>
 HWY_INLINE void StoreSignedNibbles4(VI a, VI b, VI c, VI d, VF sa, VF sb, VF sc, VF sd, uint8_t* out) {
