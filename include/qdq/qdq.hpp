@@ -198,7 +198,7 @@ QDQ_API const char* quantize_division_route(DataType y_type, DataType division_t
 /// under QDQ_FORCE_SCALAR=1). QDQ_STREAM_STORES=always|never forces one;
 /// otherwise outputs from a threshold near the last-level cache stream where a one-time probe
 /// measured non-temporal stores to be faster. For benchmark reports. The first call at or above the
-/// threshold runs the probe (an 8 MiB buffer, a few milliseconds); thread-safe.
+/// threshold runs the probe (up to 80 MiB of buffers, about 30 ms); thread-safe.
 QDQ_API const char* output_stores(uint64_t output_bytes);
 
 /// Which of x's lines the vectorised loop `loop` ("quantize", "dequantize" or "range", the first

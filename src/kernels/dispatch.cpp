@@ -98,6 +98,7 @@ QuantizeKernel quantize_kernel_for_target(int64_t, const QuantizeCall&, StoreMod
 DequantizeKernel dequantize_kernel_for_target(int64_t, const DequantizeCall&, StoreMode) { return nullptr; }
 RangeKernel range_kernel_for_target(int64_t) { return nullptr; }
 void fill_lines(int64_t, uint8_t* dst, size_t bytes, StoreMode) { std::memset(dst, 0x5A, bytes); }
+void widen_lines(int64_t, const uint8_t*, uint8_t* dst, size_t dst_bytes, StoreMode) { std::memset(dst, 0, dst_bytes); }
 std::vector<Target> compiled_targets() { return {}; }
 void set_target(int64_t) {}
 void force_quotient_route(QuotientRoute) {}

@@ -16,23 +16,26 @@ enum class StorePolicy { kAuto, kAlways, kNever };
 /// bad value. Allocates only for the error; thread-safe.
 StorePolicy parse_store_policy(const char* value);
 
-/// What the one-time probe measured: the GB/s of writing the same lines with ordinary stores (their
-/// write-backs included) and with non-temporal stores, and whether the latter won clearly enough to
-/// be used.
+/// What the one-time probe measured: the GB/s (bytes read and written) of the same widening loop
+/// with ordinary stores (their write-backs included) and with non-temporal stores, and whether the
+/// latter won clearly enough to be used.
 struct StreamProbe {
+  uint64_t output_bytes = 0;  // the widening loop's output; 0 where the probe did not run
   double normal_gbps = 0;
   double stream_gbps = 0;
   bool stream_wins = false;
 };
 
-/// The output size in bytes from which auto streams: the smaller of the last-level cache and 16×
-/// the per-core L2 cache that the OS reports (sysfs; 32 MiB where it reports neither), at least
-/// 4 MiB. Reads sysfs once per process; thread-safe.
+/// The output size in bytes from which auto streams, from the cache sizes the OS reports (sysfs):
+/// twice the last-level cache where it is at most 32× the per-core L2, else the smaller of the two
+/// and 16× the L2 (32 MiB where sysfs reports neither), at least 4 MiB. Reads sysfs once per
+/// process; thread-safe.
 uint64_t stream_threshold_bytes();
 
-/// Runs the probe once per process (an 8 MiB buffer written ten times, timed nine: about 8 ms of
-/// writes on the 2-core Zen 3 VM, plus faulting the buffer in) and returns its result; later calls
-/// return the same. Allocates the buffer for the probe only; thread-safe.
+/// Runs the probe once per process (a byte buffer widened to four times its size, dequantize's
+/// traffic, the output twice the last-level cache within [8 MiB, 64 MiB], written seven times and
+/// timed six: about 30 ms on the 2-core Zen 4 VM with faulting the buffers in) and returns its result;
+/// later calls return the same. Allocates the buffers for the probe only; thread-safe.
 const StreamProbe& stream_probe();
 
 /// The stores for a call that writes `output_bytes`: QDQ_STREAM_STORES (read once per process) if

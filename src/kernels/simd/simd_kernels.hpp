@@ -44,4 +44,10 @@ RangeKernel range_kernel_for_target(int64_t target);
 /// store_policy.cpp times. No allocation; thread-safe.
 void fill_lines(int64_t target, uint8_t* dst, size_t bytes, StoreMode stores);
 
+/// Writes each byte of src[0, dst_bytes / 4) widened to a uint32 at dst (dst aligned to 64,
+/// dst_bytes a multiple of 64) with whole vectors of `target`'s width and `stores` (kStream: then
+/// one store fence): dequantize's traffic, four bytes written per byte read, the loop that
+/// store_policy.cpp times. No allocation; thread-safe.
+void widen_lines(int64_t target, const uint8_t* src, uint8_t* dst, size_t dst_bytes, StoreMode stores);
+
 }  // namespace qdq::detail::simd
