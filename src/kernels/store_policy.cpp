@@ -117,7 +117,7 @@ StreamProbe run_probe() {
   // non-temporal pass that follows an ordinary one must first write those lines back, and its time
   // beyond a non-temporal pass over clean lines is theirs. Each round: a non-temporal pass after a
   // non-temporal one (clean lines), an ordinary pass, a non-temporal pass after it; the fastest of
-  // two rounds counts for each. The first, untimed pass faults the pages in.
+  // three rounds counts for each. The first, untimed pass faults the pages in.
   simd::widen_lines(target, source, buffer, bytes, StoreMode::kStream);
   const auto timed_pass = [&](StoreMode mode) {
     const auto start = std::chrono::steady_clock::now();
@@ -127,7 +127,7 @@ StreamProbe run_probe() {
   double clean_stream = 1e30;
   double normal = 1e30;
   double stream_after_normal = 1e30;
-  for (int round = 0; round < 2; ++round) {
+  for (int round = 0; round < 3; ++round) {
     clean_stream = std::min(clean_stream, timed_pass(StoreMode::kStream));
     normal = std::min(normal, timed_pass(StoreMode::kNormal));
     stream_after_normal = std::min(stream_after_normal, timed_pass(StoreMode::kStream));
@@ -137,8 +137,9 @@ StreamProbe run_probe() {
   const auto traffic = static_cast<double>(bytes + bytes / 4);
   probe.normal_gbps = traffic / normal_with_write_backs * 1e-9;
   probe.stream_gbps = traffic / clean_stream * 1e-9;
-  // A clear margin: within the noise of a busy machine ordinary stores keep y in the cache.
-  probe.stream_wins = clean_stream < 0.9 * normal_with_write_backs;
+  // A margin against noise. On 2 MiB pages the probe measures a smaller gain than the kernels see
+  // (Zen 4: 1.09-1.39x over 30 processes, against 1.1-2.7x for 64 Mi dequantize), so it is 5 %.
+  probe.stream_wins = clean_stream < normal_with_write_backs / 1.05;
   return probe;
 }
 

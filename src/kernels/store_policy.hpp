@@ -33,8 +33,8 @@ struct StreamProbe {
 uint64_t stream_threshold_bytes();
 
 /// Runs the probe once per process (a byte buffer widened to four times its size, dequantize's
-/// traffic, the output twice the last-level cache within [8 MiB, 64 MiB], written seven times and
-/// timed six: about 30 ms on the 2-core Zen 4 VM with faulting the buffers in) and returns its result;
+/// traffic, the output twice the last-level cache within [8 MiB, 64 MiB], written ten times and
+/// timed nine: about 40 ms on the 2-core Zen 4 VM with faulting the buffers in) and returns its result;
 /// later calls return the same. Allocates the buffers for the probe only; thread-safe.
 const StreamProbe& stream_probe();
 
