@@ -45,18 +45,21 @@ FloatRange Range(const float* x, int64_t begin, int64_t end, int64_t elements) {
   VF lo0 = hn::Zero(df), lo1 = lo0, lo2 = lo0, lo3 = lo0;
   VF hi0 = lo0, hi1 = lo0, hi2 = lo0, hi3 = lo0;
   auto nan = hn::Ne(lo0, lo0);  // all false
-  // Each group asks for its lines ahead (PrefetchAhead), into L2 too where x is large.
+  // Each group asks for the lines below it (PrefetchBehind), into L2 too where x is large.
   constexpr uintptr_t kGroupBytes = 4 * hn::MaxLanes(DF()) * sizeof(float);
-  const uintptr_t x_at = reinterpret_cast<uintptr_t>(x);
   const uint64_t x_bytes = static_cast<uint64_t>(elements) * sizeof(float);
   const LineAhead ahead = LineAheadFor(line_requests(ReadingLoop::kRange, x_bytes), x_bytes, {true, false});
-  int64_t i = begin;
-  for (; i + 4 * lanes <= end; i += 4 * lanes) {
-    PrefetchAhead(x_at + static_cast<uintptr_t>(i) * sizeof(float), kGroupBytes, ahead);
-    const VF v0 = hn::LoadU(df, x + i);
-    const VF v1 = hn::LoadU(df, x + i + lanes);
-    const VF v2 = hn::LoadU(df, x + i + 2 * lanes);
-    const VF v3 = hn::LoadU(df, x + i + 3 * lanes);
+  // Downwards, from end: DynamicQuantizeLinear hands out its chunks from the last one down (so that
+  // its second pass finds the chunks read last in the cache), and chunks read upwards made one
+  // stream restart at each chunk.
+  int64_t i = end;
+  for (; i - 4 * lanes >= begin; i -= 4 * lanes) {
+    const float* const p = x + i - 4 * lanes;
+    PrefetchBehind(reinterpret_cast<uintptr_t>(p), kGroupBytes, ahead);
+    const VF v0 = hn::LoadU(df, p);
+    const VF v1 = hn::LoadU(df, p + lanes);
+    const VF v2 = hn::LoadU(df, p + 2 * lanes);
+    const VF v3 = hn::LoadU(df, p + 3 * lanes);
     nan = hn::Or(nan, hn::Or(hn::Or(hn::IsNaN(v0), hn::IsNaN(v1)), hn::Or(hn::IsNaN(v2), hn::IsNaN(v3))));
     lo0 = MinInto(lo0, v0);
     lo1 = MinInto(lo1, v1);
@@ -67,9 +70,10 @@ FloatRange Range(const float* x, int64_t begin, int64_t end, int64_t elements) {
     hi2 = MaxInto(hi2, v2);
     hi3 = MaxInto(hi3, v3);
   }
-  for (; i < end; i += lanes) {
-    const size_t n = static_cast<size_t>(std::min(lanes, end - i));
-    const VF v = LoadPartial(df, x + i, n);  // lanes past n are 0, which the range holds already
+  for (; i > begin; i -= lanes) {
+    const size_t n = static_cast<size_t>(std::min(lanes, i - begin));
+    const VF v =
+        LoadPartial(df, x + i - static_cast<int64_t>(n), n);  // lanes past n are 0, which the range holds already
     nan = hn::Or(nan, hn::IsNaN(v));
     lo0 = MinInto(lo0, v);
     hi0 = MaxInto(hi0, v);

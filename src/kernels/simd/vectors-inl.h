@@ -95,6 +95,15 @@ HWY_INLINE void PrefetchAhead(uintptr_t at, uintptr_t bytes, LineAhead ahead) {
   if (ahead.into_l2) PrefetchIntoL2(at + kPrefetchL2Bytes, bytes);
 }
 
+/// PrefetchAhead for a loop that reads downwards: the lines the same distances below [at, at + bytes).
+HWY_INLINE void PrefetchBehind(uintptr_t at, uintptr_t bytes, LineAhead ahead) {
+  if (ahead.into_l1) {
+    for (uintptr_t line = 0; line < bytes; line += 64)
+      hwy::Prefetch(reinterpret_cast<const uint8_t*>(at - kPrefetchL1Bytes + line));
+  }
+  if (ahead.into_l2) PrefetchIntoL2(at - kPrefetchL2Bytes, bytes);
+}
+
 // ---------------------------------------------------------------------------------------------
 // Loads. `n` is the number of valid lanes (1..Lanes); partial vectors are zero-padded through a
 // stack buffer so that nothing is read past the caller's data.
