@@ -2011,7 +2011,7 @@ TEST_P(SimdKernelsTest, DynamicRangeMatchesScalar) {
       for (int64_t end = begin; end <= size; end += end < begin + 80 ? 1 : 37) {
         const FloatRange want = range_scalar(x.data(), begin, end, size);
         // x's whole count as given, and as if x were a large tensor: then the kernel asks for lines
-        // ahead, past x's end too, which must change nothing.
+        // ahead of its reads, before x's start too, which must change nothing.
         for (const int64_t elements : {size, int64_t{1} << 28}) {
           const FloatRange got = range(x.data(), begin, end, elements);
           ASSERT_EQ(got.nan, want.nan) << target_.name << " trial " << trial << " [" << begin << ", " << end << ")";
