@@ -75,6 +75,12 @@ CacheSizes read_cache_sizes() {
   return sizes;
 }
 
+/// read_cache_sizes(), once per process (the threshold and the probe both need them).
+const CacheSizes& cache_sizes() {
+  static const CacheSizes sizes = read_cache_sizes();
+  return sizes;
+}
+
 StorePolicy environment_policy() {
   static const StorePolicy policy = parse_store_policy(std::getenv("QDQ_STREAM_STORES"));
   return policy;
@@ -85,7 +91,7 @@ StorePolicy environment_policy() {
 /// then look as fast as non-temporal ones or faster: on Zen 4 (32 MiB L3) an 8 MiB probe measured
 /// them 1.1x faster, while the kernels' 64 Mi dequantize ran 1.25-1.7x faster streaming.
 size_t probe_output_bytes() {
-  const uint64_t llc = read_cache_sizes().llc;
+  const uint64_t llc = cache_sizes().llc;
   return static_cast<size_t>(std::clamp<uint64_t>(2 * llc, 8 * kMiB, 64 * kMiB));
 }
 
@@ -154,7 +160,7 @@ StorePolicy parse_store_policy(const char* value) {
 
 uint64_t stream_threshold_bytes() {
   static const uint64_t threshold = [] {
-    const CacheSizes sizes = read_cache_sizes();
+    const CacheSizes& sizes = cache_sizes();
     uint64_t t = 32 * kMiB;
     if (sizes.l2 > 0 && sizes.llc > 0) {
       // A last-level cache of at most 32 L2s is the machine's own (Zen 4: 32 MiB over 1 MiB L2s):

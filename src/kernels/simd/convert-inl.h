@@ -668,17 +668,15 @@ HWY_INLINE void LoadDecoded4(const uint8_t* p, VF& d0, VF& d1, VF& d2, VF& d3) {
     // [32, 64).
     const auto first = hn::BitCast(d16, hn::InterleaveLower(d8, low, high));
     const auto second = hn::BitCast(d16, hn::InterleaveUpper(d8, low, high));
-#if HWY_TARGET == HWY_AVX3
-    d0 = hn::PromoteTo(df, hn::BitCast(dh, hn::LowerHalf(d16h, first)));
-    d1 = hn::PromoteTo(df, hn::BitCast(dh, hn::UpperHalf(d16h, first)));
-    d2 = hn::PromoteTo(df, hn::BitCast(dh, hn::LowerHalf(d16h, second)));
-    d3 = hn::PromoteTo(df, hn::BitCast(dh, hn::UpperHalf(d16h, second)));
-#else
-    d0 = hn::PromoteTo(df, hn::BitCast(dh, hn::LowerHalf(d16h, first)));
-    d1 = hn::PromoteTo(df, hn::BitCast(dh, hn::LowerHalf(d16h, second)));
-    d2 = hn::PromoteTo(df, hn::BitCast(dh, hn::UpperHalf(d16h, first)));
-    d3 = hn::PromoteTo(df, hn::BitCast(dh, hn::UpperHalf(d16h, second)));
-#endif
+    const VF first_lower = hn::PromoteTo(df, hn::BitCast(dh, hn::LowerHalf(d16h, first)));
+    const VF first_upper = hn::PromoteTo(df, hn::BitCast(dh, hn::UpperHalf(d16h, first)));
+    const VF second_lower = hn::PromoteTo(df, hn::BitCast(dh, hn::LowerHalf(d16h, second)));
+    const VF second_upper = hn::PromoteTo(df, hn::BitCast(dh, hn::UpperHalf(d16h, second)));
+    constexpr bool kFirstHoldsHalf = HWY_TARGET == HWY_AVX3;  // codes [0, 2·Lanes) in `first`
+    d0 = first_lower;
+    d1 = kFirstHoldsHalf ? first_upper : second_lower;
+    d2 = kFirstHoldsHalf ? second_lower : first_upper;
+    d3 = second_upper;
     if constexpr (kApplyFactor && kDecodeFactor<F> != 1.0f) {
       const VF factor = hn::Set(df, kDecodeFactor<F>);
       d0 = hn::Mul(d0, factor);
