@@ -17,12 +17,13 @@ enum class StorePolicy { kAuto, kAlways, kNever };
 StorePolicy parse_store_policy(const char* value);
 
 /// What the one-time probe measured: the GB/s (bytes read and written) of the same widening loop
-/// with ordinary stores (their write-backs included) and with non-temporal stores, and whether the
-/// latter won clearly enough to be used.
+/// with non-temporal stores (the fastest pass) and with ordinary stores (their write-backs included;
+/// that rate over the median round's gain), and whether the former won clearly enough to be used.
 struct StreamProbe {
   uint64_t output_bytes = 0;  // the widening loop's output; 0 where the probe did not run
   double normal_gbps = 0;
   double stream_gbps = 0;
+  double gain = 0;  // the median round's ordinary-store time over its non-temporal time
   bool stream_wins = false;
 };
 
@@ -33,8 +34,8 @@ struct StreamProbe {
 uint64_t stream_threshold_bytes();
 
 /// Runs the probe once per process (a byte buffer widened to four times its size, dequantize's
-/// traffic, the output twice the last-level cache within [8 MiB, 64 MiB], written ten times and
-/// timed nine: about 40 ms on the 2-core Zen 4 VM with faulting the buffers in) and returns its result;
+/// traffic, the output twice the last-level cache within [8 MiB, 64 MiB], written sixteen times and
+/// timed fifteen: about 50 ms on the 2-core Zen 4 VM with faulting the buffers in) and returns its result;
 /// later calls return the same. Allocates the buffers for the probe only; thread-safe.
 const StreamProbe& stream_probe();
 

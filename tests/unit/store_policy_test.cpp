@@ -55,13 +55,15 @@ TEST(StorePolicy, SmallOutputsNeverStreamUnderAuto) {
 TEST(StorePolicy, ProbeMeasuresBothStoresOnceWhereThereAreKernels) {
   const qdq::detail::StreamProbe& first = qdq::detail::stream_probe();
   const qdq::detail::StreamProbe& again = qdq::detail::stream_probe();
-  std::printf("[ probe    ] %llu MiB widened at %.1f GB/s (normal stores), %.1f GB/s (non-temporal): %s\n",
-              static_cast<unsigned long long>(first.output_bytes >> 20), first.normal_gbps, first.stream_gbps,
-              first.stream_wins ? "streams" : "does not stream");
+  std::printf(
+      "[ probe    ] %llu MiB widened at %.1f GB/s (normal stores), %.1f GB/s (non-temporal), median gain %.3f: %s\n",
+      static_cast<unsigned long long>(first.output_bytes >> 20), first.normal_gbps, first.stream_gbps, first.gain,
+      first.stream_wins ? "streams" : "does not stream");
   EXPECT_EQ(&first, &again);
   EXPECT_GE(first.normal_gbps, 0.0);
   EXPECT_GE(first.stream_gbps, 0.0);
   if (first.stream_wins) {
+    EXPECT_GT(first.gain, 1.0);
     EXPECT_GT(first.stream_gbps, first.normal_gbps);
   }
 }
