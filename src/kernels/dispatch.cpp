@@ -9,6 +9,7 @@
 #include "kernels/prefetch_policy.hpp"
 #include "kernels/simd/quotient_route.hpp"
 #include "kernels/simd/simd_kernels.hpp"
+#include "kernels/simd/staged_stores.hpp"
 #include "kernels/store_policy.hpp"
 #include "parallel.hpp"
 #include "qdq/qdq.hpp"
@@ -61,6 +62,9 @@ DequantizeKernel select_dequantize_kernel(const DequantizeCall& call, bool force
     const auto elements = static_cast<uint64_t>(call.plan.elements);
     const uint64_t x_bytes = storage_bytes(call.x_type, elements);
     if (x_bytes >= elements) prepare_line_requests(ReadingLoop::kDequantize, x_bytes);
+    // Measured here, before any task runs, rather than by the first task that needs it.
+    if (call.plan.granularity == Granularity::kBlocked && call.y_type == DataType::kFloat)
+      simd::stages_misaligned_output(simd::best_target());
     if (const DequantizeKernel kernel =
             simd::dequantize_kernel_for_target(simd::best_target(), call, choose_store_mode(store_bytes)))
       return kernel;
@@ -106,6 +110,10 @@ QuotientRoute forced_quotient_route() { return QuotientRoute::kAuto; }
 QuotientRoute quotient_route(int64_t, ReciprocalKind) { return QuotientRoute::kDivide; }
 const char* quotient_route_name(QuotientRoute) { return "division"; }
 const char* quotient_route_description(int64_t, DataType, DataType) { return "division"; }
+void force_staged_stores(StagedStores) {}
+StagedStores forced_staged_stores() { return StagedStores::kAuto; }
+bool stages_misaligned_output(int64_t) { return false; }
+const char* misaligned_output_name(int64_t) { return "direct"; }
 bool markstein_quotients(int64_t, float, const float*, float*, int64_t, bool) { return false; }
 }  // namespace simd
 #endif

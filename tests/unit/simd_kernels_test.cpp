@@ -28,6 +28,7 @@
 
 #include "kernels/simd/quotient_route.hpp"
 #include "kernels/simd/simd_kernels.hpp"
+#include "kernels/simd/staged_stores.hpp"
 
 namespace qdq::detail {
 namespace {
@@ -949,6 +950,26 @@ TEST_P(SimdKernelsTest, BlockedLastLargeCallsInBothStoreModes) {
     check_dequantize(T::kInt4, T::kFloat, T::kFloat16, shape, 1, block, true, rng, true);
   }
   expect_compared(140);
+}
+
+/// Blocks of whole vectors along the last axis into a float32 y off a vector boundary, written
+/// through the stage and directly (staged_stores.hpp: each target measures which is faster, so
+/// both are forced here, whichever this CPU chose), against the scalar kernel: y starts at every
+/// element offset into a line in turn (expect_target_matches_scalar).
+TEST_P(SimdKernelsTest, BlockedDequantizeStagedAndDirectStores) {
+  std::mt19937 rng(17);
+  const Shape shape{16, 1024};
+  for (const simd::StagedStores choice : {simd::StagedStores::kStaged, simd::StagedStores::kDirect}) {
+    const simd::ScopedStagedStores forced(choice);
+    for (const int64_t block : {16, 32, 64}) {
+      for (const T x : {T::kInt4, T::kUint8, T::kFloat8E4M3FN, T::kFloat4E2M1}) {
+        for (int round = 0; round < 3; ++round) {
+          check_dequantize(x, T::kFloat, T::kFloat, shape, 1, block, is_quantized_integer(x), rng, round == 0);
+        }
+      }
+    }
+  }
+  expect_compared(2 * 3 * 4 * 3);
 }
 
 /// Every float32 bit pattern whose top 16 bits are given, and more: exhaustive over the sign,

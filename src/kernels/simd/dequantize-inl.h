@@ -56,6 +56,7 @@
 #include "kernels/simd/load_store-inl.h"
 #include "kernels/simd/pack-inl.h"
 #include "kernels/simd/params-inl.h"
+#include "kernels/simd/staged_stores.hpp"
 #include "kernels/simd/vectors-inl.h"
 #include "types/integer_types.hpp"
 #include "types/type_traits.hpp"
@@ -856,11 +857,13 @@ HWY_NOINLINE void DequantizeVectorBlocks(const DequantizeCall& c, void* y, int64
   while ((int64_t{1} << vector_shift) < static_cast<int64_t>(hn::Lanes(DF()))) ++vector_shift;
   // A float32 y off a line boundary has every 64-byte store cross a cache line (1.6x the time in
   // cache on the Intel Xeon): the pieces, which start on blocks of whole vectors and so on the same
-  // offset, are written to the stage and copied (memcpy stores on whole vectors), as for streaming.
+  // offset, are written to the stage and copied (memcpy stores on whole vectors), as for streaming,
+  // where the target measured that faster (staged_stores.hpp: on Zen 4 it was 0.55-0.6x).
   // (32-byte vectors cross a line at most every other store: staged, AVX2 read 0.72-0.85x.)
   const auto vector_bytes = static_cast<uintptr_t>(hn::Lanes(DF()) * sizeof(float));
   const bool staged = Y == T::kFloat && !stream && vector_bytes >= kCacheLine &&
-                      reinterpret_cast<uintptr_t>(OutputAt<Y>(y, begin)) % vector_bytes != 0;
+                      reinterpret_cast<uintptr_t>(OutputAt<Y>(y, begin)) % vector_bytes != 0 &&
+                      stages_misaligned_output(HWY_TARGET);
   const int64_t span = VectorBlockParams::PieceSpan(shift, stream || staged || kBits < 8);
   for (int64_t piece = begin; piece < end; piece += span) {
     const int64_t count = std::min(span, end - piece);
