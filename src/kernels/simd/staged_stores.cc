@@ -43,7 +43,9 @@ thread_local StagedStores measuring = StagedStores::kAuto;
 class StagedTimer {
  public:
   explicit StagedTimer(int64_t target)
-      : codes_(kElements / 2), scales_(kBlocks, 0.0371f), zero_points_(kBlocks / 2, 0x33),
+      : codes_(kElements / 2),
+        scales_(kBlocks, 0.0371f),
+        zero_points_(kBlocks / 2, 0x33),
         y_(kElements * sizeof(float) + 128) {
     uint32_t state = 12345;
     for (uint8_t& code : codes_) {

@@ -32,9 +32,7 @@ const char* misaligned_output_name(int64_t target);
 /// Restores the forced choice it found when it goes out of scope (tests). Not thread-safe.
 class ScopedStagedStores {
  public:
-  explicit ScopedStagedStores(StagedStores choice) : previous_(forced_staged_stores()) {
-    force_staged_stores(choice);
-  }
+  explicit ScopedStagedStores(StagedStores choice) : previous_(forced_staged_stores()) { force_staged_stores(choice); }
   ~ScopedStagedStores() { force_staged_stores(previous_); }
   ScopedStagedStores(const ScopedStagedStores&) = delete;
   ScopedStagedStores& operator=(const ScopedStagedStores&) = delete;
