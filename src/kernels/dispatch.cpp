@@ -113,7 +113,6 @@ const char* quotient_route_description(int64_t, DataType, DataType) { return "di
 void force_staged_stores(StagedStores) {}
 StagedStores forced_staged_stores() { return StagedStores::kAuto; }
 bool stages_misaligned_output(int64_t) { return false; }
-const char* misaligned_output_name(int64_t) { return "direct"; }
 bool markstein_quotients(int64_t, float, const float*, float*, int64_t, bool) { return false; }
 }  // namespace simd
 #endif

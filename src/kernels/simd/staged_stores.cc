@@ -93,11 +93,11 @@ class StagedTimer {
 };
 
 bool measure(int64_t target) {
-#if HWY_ARCH_X86
-  if (target != HWY_AVX3 && target != HWY_AVX3_DL) return false;  // 32-byte vectors never stage
-#else
+#if !HWY_ARCH_X86
+  (void)target;
   return false;
-#endif
+#else
+  if (target != HWY_AVX3 && target != HWY_AVX3_DL) return false;  // 32-byte vectors never stage
   StagedTimer timer(target);
   if (!timer.valid()) return false;
   double staged = 1e30;
@@ -108,6 +108,7 @@ bool measure(int64_t target) {
   }
   constexpr double kMargin = 0.97;
   return staged <= kMargin * direct;
+#endif
 }
 
 }  // namespace
@@ -127,7 +128,5 @@ bool stages_misaligned_output(int64_t target) {
   std::call_once(once[index], [&] { measured[index].store(measure(target)); });
   return measured[index].load();
 }
-
-const char* misaligned_output_name(int64_t target) { return stages_misaligned_output(target) ? "staged" : "direct"; }
 
 }  // namespace qdq::detail::simd

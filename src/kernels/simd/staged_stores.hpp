@@ -1,8 +1,9 @@
 // Whether the 512-bit dequantize kernels for blocks of whole vectors write a float32 y that starts
 // off a vector boundary through a stage, copied to y on whole vectors, or store to y directly, each
 // 64-byte store then crossing a cache line. On the Intel Xeon the stage won 1.6x in cache; on Zen 4,
-// which splits 512-bit stores into 256-bit halves anyway, it lost 0.55-0.6x (docs/performance.md,
-// "Zen 4"). So each target times both once, at first use, on its own kernel. Plain C++.
+// which splits 512-bit stores into 256-bit halves anyway, it ran at 0.64-0.68x the speed of direct
+// stores (docs/performance.md, "Zen 4: the store probe's median, staged stores measured"). So each target times both
+// once, at first use, on its own kernel. Plain C++.
 #pragma once
 
 #include <cstdint>
@@ -25,9 +26,6 @@ StagedStores forced_staged_stores();
 /// runs of each after an untimed one; about 0.2 ms on the calling thread), the stage kept only where
 /// it was faster by 3 %. Allocates only small buffers while measuring; thread-safe.
 bool stages_misaligned_output(int64_t target);
-
-/// "staged" or "direct": what stages_misaligned_output(target) says, for benchmark reports.
-const char* misaligned_output_name(int64_t target);
 
 /// Restores the forced choice it found when it goes out of scope (tests). Not thread-safe.
 class ScopedStagedStores {
