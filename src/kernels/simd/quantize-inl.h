@@ -64,6 +64,7 @@
 #include "kernels/simd/params-inl.h"
 #include "kernels/simd/quotient_route.hpp"
 #include "kernels/simd/vectors-inl.h"
+#include "kernels/store_policy.hpp"
 #include "types/integer_types.hpp"
 #include "types/type_traits.hpp"
 
@@ -778,9 +779,21 @@ HWY_NOINLINE void QuantizeGeneral(const QuantizeCall& c, void* y, int64_t begin,
                                                   c.plan.granularity == Granularity::kBlocked && c.plan.inner > 1 &&
                                                   (c.plan.inner <= kChunk || row_tiles) && c.scale_type == T::kFloat;
   SegmentCursor cursor(c.plan, begin);
+  // As in the dequantize kernels' row tiles: each tile's piece of a row lies in another page, where
+  // the hardware prefetchers start again, so the next row's piece is asked for into L2 now. Only for
+  // an x past the cache (from the size at which outputs stream): from the L3 the requests cost more
+  // than they save (Zen 4, float32 -> int4 blocked-axis0-32: 16 and 64 Mi elements 1.22x, 4 Mi and
+  // 1 Mi 0.90x).
+  constexpr auto kXBytes = static_cast<uint64_t>(TypeTraits<X>::kBits / 8);
+  const uint64_t x_bytes = static_cast<uint64_t>(c.plan.elements) * kXBytes;
+  const bool next_row_into_l2 = c.columns.set() && PrefetchesIntoL2(x_bytes) && x_bytes >= stream_threshold_bytes();
   ChunkOrder order(c.plan, begin, end, kChunk, c.columns);
   for (int64_t chunk, chunk_end; order.next(chunk, chunk_end);) {
     if (c.columns.set()) cursor.seek(chunk);
+    if (next_row_into_l2) {
+      PrefetchIntoL2(reinterpret_cast<uintptr_t>(c.x) + static_cast<uintptr_t>((chunk + c.plan.inner) * kXBytes),
+                     static_cast<uintptr_t>((chunk_end - chunk) * kXBytes));
+    }
     const PieceOutput piece(stage, stream, OutputAt<Y>(y, chunk));
     // Where the output of element `at` goes: the code buffer for 2/4-bit y (packed at the chunk's end).
     const auto out_at = [&](int64_t at) -> uint8_t* {
