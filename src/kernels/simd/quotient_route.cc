@@ -4,15 +4,11 @@
 
 #include <algorithm>
 #include <array>
-#include <atomic>
-#include <bit>
 #include <chrono>
-#include <cstdlib>
-#include <cstring>
-#include <mutex>
 #include <vector>
 
 #include "hwy/highway.h"
+#include "kernels/simd/forced_choice.hpp"
 #include "kernels/simd/simd_kernels.hpp"
 #include "plan.hpp"
 #include "qdq/qdq.hpp"
@@ -20,16 +16,12 @@
 namespace qdq::detail::simd {
 namespace {
 
-QuotientRoute route_from_environment() {
-  const char* value = std::getenv("QDQ_QUANTIZE_ROUTE");
-  if (value == nullptr) return QuotientRoute::kAuto;
-  if (std::strcmp(value, "divide") == 0) return QuotientRoute::kDivide;
-  if (std::strcmp(value, "reciprocal") == 0 || std::strcmp(value, "markstein") == 0) return QuotientRoute::kReciprocal;
-  return QuotientRoute::kAuto;
-}
+constexpr NamedChoice<QuotientRoute> kNames[] = {{"divide", QuotientRoute::kDivide},
+                                                 {"reciprocal", QuotientRoute::kReciprocal},
+                                                 {"markstein", QuotientRoute::kReciprocal}};
 
-std::atomic<int>& forced() {
-  static std::atomic<int> route{static_cast<int>(route_from_environment())};
+ForcedChoice<QuotientRoute>& forced() {
+  static ForcedChoice<QuotientRoute> route("QDQ_QUANTIZE_ROUTE", kNames);
   return route;
 }
 
@@ -157,26 +149,17 @@ std::array<QuotientRoute, kReciprocalKinds> measure(int64_t target) {
 
 }  // namespace
 
-void force_quotient_route(QuotientRoute route) { forced().store(static_cast<int>(route), std::memory_order_relaxed); }
+void force_quotient_route(QuotientRoute route) { forced().force(route); }
 
-QuotientRoute forced_quotient_route() { return static_cast<QuotientRoute>(forced().load(std::memory_order_relaxed)); }
+QuotientRoute forced_quotient_route() { return forced().get(); }
 
 QuotientRoute quotient_route(int64_t target, ReciprocalKind kind) {
   if (!has_fma(target)) return QuotientRoute::kDivide;
   if (measuring != QuotientRoute::kAuto) return measuring;
   const QuotientRoute route = forced_quotient_route();
   if (route != QuotientRoute::kAuto) return route;
-  constexpr int kBits = 64;
-  static std::array<std::once_flag, kBits> once;
-  static std::array<std::atomic<int>, kBits> measured{};  // each kind's route, 4 bits each
-  const size_t index = static_cast<size_t>(std::countr_zero(static_cast<uint64_t>(target)) % kBits);
-  std::call_once(once[index], [&] {
-    const std::array<QuotientRoute, kReciprocalKinds> routes = measure(target);
-    int packed = 0;
-    for (size_t k = 0; k < routes.size(); ++k) packed |= static_cast<int>(routes[k]) << (4 * k);
-    measured[index].store(packed);
-  });
-  return static_cast<QuotientRoute>((measured[index].load() >> (4 * static_cast<int>(kind))) & 0xF);
+  static OncePerTarget<std::array<QuotientRoute, kReciprocalKinds>> measured;
+  return measured.get(target, measure)[static_cast<size_t>(kind)];
 }
 
 const char* quotient_route_name(QuotientRoute route) {

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 
+#include "kernels/simd/forced_choice.hpp"
 #include "qdq/types.hpp"
 #include "types/integer_types.hpp"
 
@@ -90,18 +91,7 @@ const char* quotient_route_description(int64_t target, DataType division_type, D
 /// vectors), else a vector at a time. For tests. Allocates nothing; thread-safe.
 bool markstein_quotients(int64_t target, float s, const float* x, float* q, int64_t n, bool grouped = false);
 
-/// Restores the forced route it found when it goes out of scope (tests). Not thread-safe.
-class ScopedQuotientRoute {
- public:
-  explicit ScopedQuotientRoute(QuotientRoute route) : previous_(forced_quotient_route()) {
-    force_quotient_route(route);
-  }
-  ~ScopedQuotientRoute() { force_quotient_route(previous_); }
-  ScopedQuotientRoute(const ScopedQuotientRoute&) = delete;
-  ScopedQuotientRoute& operator=(const ScopedQuotientRoute&) = delete;
-
- private:
-  QuotientRoute previous_;
-};
+/// Forces a route and restores the one it found when it goes out of scope (tests). Not thread-safe.
+using ScopedQuotientRoute = ScopedForced<QuotientRoute, force_quotient_route, forced_quotient_route>;
 
 }  // namespace qdq::detail::simd

@@ -4,15 +4,11 @@
 
 #include <algorithm>
 #include <array>
-#include <atomic>
-#include <bit>
 #include <chrono>
-#include <cstdlib>
-#include <cstring>
-#include <mutex>
 #include <vector>
 
 #include "hwy/highway.h"
+#include "kernels/simd/forced_choice.hpp"
 #include "kernels/simd/simd_kernels.hpp"
 #include "plan.hpp"
 #include "qdq/qdq.hpp"
@@ -20,16 +16,10 @@
 namespace qdq::detail::simd {
 namespace {
 
-StagedStores choice_from_environment() {
-  const char* value = std::getenv("QDQ_STAGED_STORES");
-  if (value == nullptr) return StagedStores::kAuto;
-  if (std::strcmp(value, "direct") == 0) return StagedStores::kDirect;
-  if (std::strcmp(value, "staged") == 0) return StagedStores::kStaged;
-  return StagedStores::kAuto;
-}
+constexpr NamedChoice<StagedStores> kNames[] = {{"direct", StagedStores::kDirect}, {"staged", StagedStores::kStaged}};
 
-std::atomic<int>& forced() {
-  static std::atomic<int> choice{static_cast<int>(choice_from_environment())};
+ForcedChoice<StagedStores>& forced() {
+  static ForcedChoice<StagedStores> choice("QDQ_STAGED_STORES", kNames);
   return choice;
 }
 
@@ -113,20 +103,16 @@ bool measure(int64_t target) {
 
 }  // namespace
 
-void force_staged_stores(StagedStores choice) { forced().store(static_cast<int>(choice), std::memory_order_relaxed); }
+void force_staged_stores(StagedStores choice) { forced().force(choice); }
 
-StagedStores forced_staged_stores() { return static_cast<StagedStores>(forced().load(std::memory_order_relaxed)); }
+StagedStores forced_staged_stores() { return forced().get(); }
 
 bool stages_misaligned_output(int64_t target) {
   if (measuring != StagedStores::kAuto) return measuring == StagedStores::kStaged;
   const StagedStores choice = forced_staged_stores();
   if (choice != StagedStores::kAuto) return choice == StagedStores::kStaged;
-  constexpr int kBits = 64;
-  static std::array<std::once_flag, kBits> once;
-  static std::array<std::atomic<bool>, kBits> measured{};
-  const size_t index = static_cast<size_t>(std::countr_zero(static_cast<uint64_t>(target)) % kBits);
-  std::call_once(once[index], [&] { measured[index].store(measure(target)); });
-  return measured[index].load();
+  static OncePerTarget<bool> measured;
+  return measured.get(target, measure);
 }
 
 }  // namespace qdq::detail::simd

@@ -8,6 +8,8 @@
 
 #include <cstdint>
 
+#include "kernels/simd/forced_choice.hpp"
+
 namespace qdq::detail::simd {
 
 enum class StagedStores : int { kAuto = 0, kDirect = 1, kStaged = 2 };
@@ -27,16 +29,7 @@ StagedStores forced_staged_stores();
 /// it was faster by 3 %. Allocates only small buffers while measuring; thread-safe.
 bool stages_misaligned_output(int64_t target);
 
-/// Restores the forced choice it found when it goes out of scope (tests). Not thread-safe.
-class ScopedStagedStores {
- public:
-  explicit ScopedStagedStores(StagedStores choice) : previous_(forced_staged_stores()) { force_staged_stores(choice); }
-  ~ScopedStagedStores() { force_staged_stores(previous_); }
-  ScopedStagedStores(const ScopedStagedStores&) = delete;
-  ScopedStagedStores& operator=(const ScopedStagedStores&) = delete;
-
- private:
-  StagedStores previous_;
-};
+/// Forces a choice and restores the one it found when it goes out of scope (tests). Not thread-safe.
+using ScopedStagedStores = ScopedForced<StagedStores, force_staged_stores, forced_staged_stores>;
 
 }  // namespace qdq::detail::simd
