@@ -1074,6 +1074,57 @@ TEST_P(SimdKernelsTest, DequantizeSixteenBitOutputsEveryInt16Code) {
   expect_compared(20);
 }
 
+/// Integer x of at most 8 bits into float16 and bfloat16 y, one scale and a nonzero zero point: the
+/// loop takes the zero point into the product (fma(x, s, −zp·s)) only where that is the product it
+/// otherwise forms, rounded once. Scales on each side of every condition: 16 significant bits or more,
+/// normal or subnormal in float32, an offset that overflows, negative; and zero points at both ends.
+TEST_P(SimdKernelsTest, DequantizeSixteenBitOutputsWithZeroPointsInTheProduct) {
+  const float scale_values[] = {0.75f,     0x1.01p0f,   0x1.fcp5f,    0x1p-24f, 0x1.8p-25f, 0x1p-126f,
+                                0x1p-127f, 0x1.8p127f,  0x1.fep127f,  65504.0f, -0.5f,      0.1f,
+                                3e38f,     0x1.0001p0f, 0x1.00ffp-3f, 1e-38f};
+  std::mt19937 rng(97);
+  int64_t calls = 0;
+  for (T x_type : kQuantizedTypes) {
+    if (!qdq::detail::is_quantized_integer(x_type) || bit_width(x_type) > 8) continue;
+    for (T y : {T::kFloat16, T::kBFloat16}) {
+      for (T scale_type : {T::kFloat, y}) {
+        for (float scale_value : scale_values) {
+          const int64_t n = 4099;
+          const Tensor x{x_type, {n}, random_bytes(x_type, n, rng)};
+          const Tensor s{scale_type, {}, make_float_tensor(scale_type, {scale_value})};
+          for (int zp_kind = 0; zp_kind < 4; ++zp_kind) {
+            Tensor zp{x_type, {}, random_bytes(x_type, 1, rng)};
+            // 1, the type's lowest and highest codes (in the low bits of its one byte), and a random one.
+            const auto bits = static_cast<unsigned>(bit_width(x_type));
+            const bool is_signed = qdq::detail::is_signed_quantized_integer(x_type);
+            const unsigned lowest = is_signed ? 1u << (bits - 1) : 1u;
+            const unsigned highest = is_signed ? (1u << (bits - 1)) - 1u : (1u << bits) - 1u;
+            if (zp_kind == 0) zp.bytes[0] = 0x01;
+            if (zp_kind == 1) zp.bytes[0] = static_cast<uint8_t>(lowest);
+            if (zp_kind == 2) zp.bytes[0] = static_cast<uint8_t>(highest);
+            if (zp_kind == 3) zp.bytes[0] = static_cast<uint8_t>(zp.bytes[0] & ((1u << bits) - 1u));
+            if (zp.bytes[0] == 0) zp.bytes[0] = 0x01;
+            DequantizeLinearAttributes attributes;
+            attributes.opset = 25;
+            attributes.output_dtype = static_cast<int64_t>(y);
+            const TensorView xv = x.view();
+            const TensorView sv = s.view();
+            const TensorView zv = zp.view();
+            const DequantizeCall call = plan_dequantize(attributes, xv, sv, &zv);
+            expect_target_matches_scalar(call, n, task_bounds(n, rng), describe_stream([&](std::ostream& o) {
+                                           o << "x=" << data_type_name(x_type) << " y=" << data_type_name(y)
+                                             << " scale=" << data_type_name(scale_type) << " " << scale_value
+                                             << " zero point byte " << int{zp.bytes[0]};
+                                         }));
+            ++calls;
+          }
+        }
+      }
+    }
+  }
+  expect_compared(calls);
+}
+
 /// NaN scales keep their payload in bfloat16 outputs as the scalar encoder keeps it (top payload
 /// bits, quiet), whatever their low bits: the vectorised kernels clean such scales before using the
 /// plain bit rounding. Signalling NaNs, NaNs whose rounding would carry into the sign, every scale

@@ -46,6 +46,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <type_traits>
 
 #include "hwy/highway.h"
@@ -167,9 +168,11 @@ HWY_INLINE void StoreY(VF v, void* y, int64_t index, size_t n) {
 /// at any element are its own, so vectors may start anywhere (see the tail below). kAlignStores:
 /// the parameters are registers (one scale for the run), so a float32 y's stores may be put on whole
 /// vectors by moving the run on (see the head below). `y_is_output`: y is the call's output, not a
-/// stage on the stack.
+/// stage on the stack. kOffsetProduct (integer x): the zero point is not subtracted; each product is
+/// instead fma(x, scale, float_zero_point), where the caller has made float_zero_point −zp·scale and
+/// checked that this is (x − zp)·scale rounded once (ZeroPointInProduct).
 template <T X, T Y, class Scale, class ZeroPoint, class FloatZeroPoint, bool kFactorInScale = false,
-          int kVectorsPerBlock = 0, bool kAlignStores = false>
+          int kVectorsPerBlock = 0, bool kAlignStores = false, bool kOffsetProduct = false>
 HWY_INLINE void DequantizeLoop(const DequantizeCall& c, const void* src, int64_t src_index, int64_t first,
                                int64_t count, void* y, Scale&& scale, ZeroPoint&& zero_point,
                                FloatZeroPoint&& float_zero_point, bool y_is_output = true) {
@@ -178,7 +181,9 @@ HWY_INLINE void DequantizeLoop(const DequantizeCall& c, const void* src, int64_t
   constexpr int kBits = InBits(X);
   const bool has_zp = c.zero_point != nullptr;
   const auto value_with = [&](int64_t k, size_t n, int64_t param_k) QDQ_INLINE_LAMBDA -> VF {
-    if constexpr (IsIntegerIn(X)) {
+    if constexpr (IsIntegerIn(X) && kOffsetProduct) {
+      return hn::ConvertTo(df, LoadInt<kBits, IsSignedIn(X)>(src, src_index + k, n));
+    } else if constexpr (IsIntegerIn(X)) {
       return hn::ConvertTo(df, hn::Sub(LoadInt<kBits, IsSignedIn(X)>(src, src_index + k, n), zero_point(param_k, n)));
     } else {
       const VF d = LoadDecoded<typename TypeTraits<X>::Format, !kFactorInScale>(
@@ -188,6 +193,15 @@ HWY_INLINE void DequantizeLoop(const DequantizeCall& c, const void* src, int64_t
     }
   };
   const auto value = [&](int64_t k, size_t n) QDQ_INLINE_LAMBDA -> VF { return value_with(k, n, k); };
+  // y's value before it is stored: value · scale (with the offset where kOffsetProduct).
+  const auto product = [&](VF v, VF s, int64_t param_k, size_t n) QDQ_INLINE_LAMBDA -> VF {
+    if constexpr (kOffsetProduct) return hn::MulAdd(v, s, float_zero_point(param_k, n));
+    (void)param_k;
+    (void)n;
+    return hn::Mul(v, s);
+  };
+  static_assert(!kOffsetProduct ||
+                (IsIntegerIn(X) && kVectorsPerBlock == 0 && !kBFloat16EvenOdd<X, Y, kVectorsPerBlock, kAlignStores>));
   // Four whole vectors per iteration, no partial vectors and no per-iteration branches.
   const size_t full = static_cast<size_t>(lanes);
   // The element whose parameters vector v of the step at i uses.
@@ -207,7 +221,7 @@ HWY_INLINE void DequantizeLoop(const DequantizeCall& c, const void* src, int64_t
     const auto vector_bytes = static_cast<uintptr_t>(lanes) * sizeof(float);
     const auto head = static_cast<int64_t>((vector_bytes - at % vector_bytes) % vector_bytes / sizeof(float));
     if (at % sizeof(float) == 0 && head != 0 && head + 4 * lanes <= count) {
-      StoreY<Y>(hn::Mul(value(0, full), scale(0, full)), y, first, full);
+      StoreY<Y>(product(value(0, full), scale(0, full), 0, full), y, first, full);
       src_index += head;
       first += head;
       count -= head;
@@ -282,15 +296,16 @@ HWY_INLINE void DequantizeLoop(const DequantizeCall& c, const void* src, int64_t
       if constexpr (Y == T::kBFloat16) {
         // Two vectors of codes per store.
         uint8_t* out = static_cast<uint8_t*>(y) + 2 * (first + i);
-        StoreBFloat16Pair(hn::Mul(d0, s0), hn::Mul(d1, scale_of(1, s0)), out);
+        StoreBFloat16Pair(product(d0, s0, i, full), product(d1, scale_of(1, s0), i + lanes, full), out);
         const VF s2 = scale_of(2, s0);
-        StoreBFloat16Pair(hn::Mul(d2, s2), hn::Mul(d3, scale_of(3, s2)), out + 4 * lanes);
+        StoreBFloat16Pair(product(d2, s2, i + 2 * lanes, full), product(d3, scale_of(3, s2), i + 3 * lanes, full),
+                          out + 4 * lanes);
       } else {
-        StoreY<Y>(hn::Mul(d0, s0), y, first + i, full);
-        StoreY<Y>(hn::Mul(d1, scale_of(1, s0)), y, first + i + lanes, full);
+        StoreY<Y>(product(d0, s0, i, full), y, first + i, full);
+        StoreY<Y>(product(d1, scale_of(1, s0), i + lanes, full), y, first + i + lanes, full);
         const VF s2 = scale_of(2, s0);
-        StoreY<Y>(hn::Mul(d2, s2), y, first + i + 2 * lanes, full);
-        StoreY<Y>(hn::Mul(d3, scale_of(3, s2)), y, first + i + 3 * lanes, full);
+        StoreY<Y>(product(d2, s2, i + 2 * lanes, full), y, first + i + 2 * lanes, full);
+        StoreY<Y>(product(d3, scale_of(3, s2), i + 3 * lanes, full), y, first + i + 3 * lanes, full);
       }
     }
   };
@@ -303,15 +318,40 @@ HWY_INLINE void DequantizeLoop(const DequantizeCall& c, const void* src, int64_t
   } else {
     steps(std::false_type());
   }
-  for (; i + lanes <= count; i += lanes) StoreY<Y>(hn::Mul(value(i, full), scale(i, full)), y, first + i, full);
+  for (; i + lanes <= count; i += lanes)
+    StoreY<Y>(product(value(i, full), scale(i, full), i, full), y, first + i, full);
   if (i == count) return;
   if (kVectorsPerBlock == 0 && count >= lanes) {
     // The last whole vector, overlapping the one before: a partial vector goes through a buffer.
-    StoreY<Y>(hn::Mul(value(count - lanes, full), scale(count - lanes, full)), y, first + count - lanes, full);
+    StoreY<Y>(product(value(count - lanes, full), scale(count - lanes, full), count - lanes, full), y,
+              first + count - lanes, full);
     return;
   }
   const size_t n = static_cast<size_t>(count - i);
-  StoreY<Y>(hn::Mul(value(i, n), scale(i, n)), y, first + i, n);
+  StoreY<Y>(product(value(i, n), scale(i, n), i, n), y, first + i, n);
+}
+
+/// Whether a run of integer x into float16 or bfloat16 y may take its zero point into the product
+/// (DequantizeLoop's kOffsetProduct, where ZeroPointInProduct allows it): x of at most 8 bits. That
+/// drops the subtraction from each vector (five operations instead of six for float16 y), where these
+/// loops are bound by their operations rather than by memory. Only with a fused multiply-add: a
+/// multiply then an add rounds x·s, which may overflow where (x − zp)·s does not. Not where AVX2 writes
+/// bfloat16 from even and odd elements: that path subtracts in 16-bit lanes, two vectors at a time.
+template <T X, T Y>
+constexpr bool kZeroPointInProduct = HWY_NATIVE_FMA&& IsIntegerIn(X) && InBits(X) <= 8 &&
+                                     (Y == T::kFloat16 || Y == T::kBFloat16) && !kBFloat16EvenOdd<X, Y, 0, true>;
+
+/// Whether fma(x, s, offset), offset = −zp·s (written to *offset), is RN((x − zp)·s), the float32
+/// product the loop otherwise forms, for every x of at most 8 bits (|zp| < 2^8). Both round the same
+/// exact value once where the offset is exact: s normal with at most 16 significant bits (every
+/// float16 and bfloat16 scale; the low 8 bits of a float32 one zero), so zp·s fits float32's 24, and
+/// the offset finite. And s positive: x = zp then gives +0 as (x − zp)·s does (an fma's exact zero
+/// sum is +0). Infinite, NaN, zero, subnormal and negative scales keep the subtraction.
+HWY_INLINE bool ZeroPointInProduct(float s, int32_t zp, float* offset) {
+  if (!(s >= std::numeric_limits<float>::min() && s <= std::numeric_limits<float>::max())) return false;
+  if ((std::bit_cast<uint32_t>(s) & 0xFFu) != 0) return false;
+  *offset = -static_cast<float>(zp) * s;
+  return std::isfinite(*offset);
 }
 
 /// DequantizeLoop with one scale and zero point in registers.
@@ -340,11 +380,21 @@ HWY_INLINE void DequantizeRunWith(const DequantizeCall& c, const void* src, int6
   if constexpr (IsIntegerIn(X)) {
     // A zero point of 0 (or none: symmetric weights and activations) as a compile-time zero, whose
     // subtraction the compiler drops: one operation of five per vector of 8-bit x.
+    const auto zero_zp = [](int64_t, size_t) QDQ_INLINE_LAMBDA { return hn::Zero(DI()); };
     if (hn::AllTrue(DI(), hn::Eq(zp, hn::Zero(DI())))) {
-      const auto zero_zp = [](int64_t, size_t) QDQ_INLINE_LAMBDA { return hn::Zero(DI()); };
       DequantizeLoop<X, Y, decltype(same_scale)&, decltype(zero_zp)&, decltype(same_zpf)&, false, 0, true>(
           c, src, src_index, first, count, y, same_scale, zero_zp, same_zpf);
       return;
+    }
+    if constexpr (kZeroPointInProduct<X, Y>) {
+      float offset;
+      if (ZeroPointInProduct(hn::GetLane(scale), hn::GetLane(zp), &offset)) {
+        const VF offset_vector = hn::Set(DF(), offset);
+        const auto same_offset = [&](int64_t, size_t) QDQ_INLINE_LAMBDA { return offset_vector; };
+        DequantizeLoop<X, Y, decltype(same_scale)&, decltype(zero_zp)&, decltype(same_offset)&, false, 0, true, true>(
+            c, src, src_index, first, count, y, same_scale, zero_zp, same_offset);
+        return;
+      }
     }
   }
   DequantizeLoop<X, Y, decltype(same_scale)&, decltype(same_zp)&, decltype(same_zpf)&, false, 0, true>(
