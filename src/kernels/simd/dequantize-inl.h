@@ -338,7 +338,7 @@ HWY_INLINE void DequantizeLoop(const DequantizeCall& c, const void* src, int64_t
 /// multiply then an add rounds x·s, which may overflow where (x − zp)·s does not. Not where AVX2 writes
 /// bfloat16 from even and odd elements: that path subtracts in 16-bit lanes, two vectors at a time.
 template <T X, T Y>
-constexpr bool kZeroPointInProduct = HWY_NATIVE_FMA&& IsIntegerIn(X) && InBits(X) <= 8 &&
+constexpr bool kZeroPointInProduct = (HWY_NATIVE_FMA != 0) && IsIntegerIn(X) && InBits(X) <= 8 &&
                                      (Y == T::kFloat16 || Y == T::kBFloat16) && !kBFloat16EvenOdd<X, Y, 0, true>;
 
 /// Whether fma(x, s, offset), offset = −zp·s (written to *offset), is RN((x − zp)·s), the float32
