@@ -69,7 +69,7 @@ TEST(ForcedChoiceTest, MeasuresOncePerTargetUnderConcurrentCallers) {
   const auto measure = [&](int64_t target) {
     measurements.fetch_add(1);
     std::this_thread::sleep_for(std::chrono::milliseconds(2));  // others arrive while it measures
-    return target * 3;
+    return target + 7;
   };
   constexpr int64_t kTargets[] = {int64_t{1} << 4, int64_t{1} << 6, int64_t{1} << 62};
   std::vector<std::thread> callers;
@@ -78,14 +78,14 @@ TEST(ForcedChoiceTest, MeasuresOncePerTargetUnderConcurrentCallers) {
     callers.emplace_back([&, t] {
       for (int round = 0; round < 4; ++round) {
         const int64_t target = kTargets[static_cast<size_t>(t + round) % 3];
-        if (measured.get(target, measure) != target * 3) wrong.fetch_add(1);
+        if (measured.get(target, measure) != target + 7) wrong.fetch_add(1);
       }
     });
   }
   for (std::thread& caller : callers) caller.join();
   EXPECT_EQ(wrong.load(), 0);
   EXPECT_EQ(measurements.load(), 3);
-  EXPECT_EQ(measured.get(kTargets[0], [](int64_t) -> int64_t { return -1; }), kTargets[0] * 3);
+  EXPECT_EQ(measured.get(kTargets[0], [](int64_t) -> int64_t { return -1; }), kTargets[0] + 7);
 }
 
 }  // namespace
