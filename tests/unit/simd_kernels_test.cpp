@@ -1917,9 +1917,9 @@ TEST(HalfProductTest, DivisionRouteNamesIt) {
 TEST_P(SimdKernelsTest, HalfProductMatchesScalarForEveryCode) {
   std::mt19937 rng(31);
   const simd::ScopedQuotientRoute forced(simd::QuotientRoute::kReciprocal);
-  const std::vector<T> outputs{T::kInt8,           T::kUint8,        T::kUint16,         T::kInt4,
-                               T::kInt2,           T::kFloat8E4M3FN, T::kFloat8E4M3FNUZ, T::kFloat8E5M2,
-                               T::kFloat8E5M2FNUZ, T::kFloat4E2M1};
+  const std::vector<T> outputs{T::kInt8,       T::kUint8,          T::kUint16,       T::kInt16,
+                               T::kInt4,       T::kInt2,           T::kFloat8E4M3FN, T::kFloat8E4M3FNUZ,
+                               T::kFloat8E5M2, T::kFloat8E5M2FNUZ, T::kFloat4E2M1};
   int64_t subnormal_misrounded = 0;  // float16 subnormal quotients the product rounds unlike x / s
   int64_t calls = 0;
   for (const T p : {T::kFloat16, T::kBFloat16}) {

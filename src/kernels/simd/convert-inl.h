@@ -380,29 +380,37 @@ HWY_INLINE VF LoadHalf(const uint16_t* p, size_t n) {
   }
 }
 
-/// The float32 bits of v rounded to nearest even at bit 16: the high half is v's bfloat16 code, the
-/// low half is left over. Right for every v that is not a NaN (a carry moves into the exponent, up to
-/// ±inf, never into the sign). A NaN whose low 16 bits are zero — the result of any arithmetic on
-/// NaNs that came from bfloat16 or float8 codes, and the default NaN — keeps its high half, which is
-/// then its quiet bfloat16 code; other NaNs may come out as ±inf or the other sign's NaN, so callers
-/// either know their NaNs are of that kind or do not care about the result for NaN lanes.
-HWY_INLINE VU RoundBitsToBF16(VF v) {
+/// The float32 bits of v rounded to nearest even at bit kBit: the bits above it, with the low ones
+/// cleared, are v rounded to 24 - kBit significant bits (16: bfloat16; 13: float16's 11, within its
+/// normal range); the low bits are left over. Right for every v that is not a NaN (a carry moves into
+/// the exponent, up to ±inf, never into the sign). A NaN whose low kBit bits are zero — the result of
+/// any arithmetic on NaNs that came from bfloat16, float16 or float8 codes, and the default NaN —
+/// keeps its high bits, then its quiet code; other NaNs may come out as ±inf or the other sign's NaN,
+/// so callers either know their NaNs are of that kind or do not care about the result for NaN lanes.
+template <int kBit>
+HWY_INLINE VU RoundBitsAt(VF v) {
+  static_assert(kBit >= 1 && kBit <= 22);
   const DU du;
   const VU bits = hn::BitCast(du, v);
+  constexpr uint32_t kOdd = 1u << kBit;
+  constexpr uint32_t kHalf = kOdd >> 1;
 #if HWY_TARGET == HWY_AVX3
-  // The odd bit as a mask: bits + 0x8000 where bit 16 is set, else bits + 0x7FFF (three operations
-  // instead of four).
-  const __mmask16 odd = _mm512_test_epi32_mask(bits.raw, _mm512_set1_epi32(0x10000));
-  return VU{_mm512_mask_add_epi32(_mm512_add_epi32(bits.raw, _mm512_set1_epi32(0x7FFF)), odd, bits.raw,
-                                  _mm512_set1_epi32(0x8000))};
+  // The odd bit as a mask: bits + kHalf where bit kBit is set, else bits + kHalf - 1 (three
+  // operations instead of four).
+  const __mmask16 odd = _mm512_test_epi32_mask(bits.raw, _mm512_set1_epi32(static_cast<int>(kOdd)));
+  return VU{_mm512_mask_add_epi32(_mm512_add_epi32(bits.raw, _mm512_set1_epi32(static_cast<int>(kHalf - 1))), odd,
+                                  bits.raw, _mm512_set1_epi32(static_cast<int>(kHalf)))};
 #else
-  // bits + 0x7FFF, less -1 where bit 16 is set: a compare instead of a shift, which on Zen 3 runs
-  // beside the shifts and shuffles of the pack that follows rather than on their two pipes.
-  const VU odd_bit = hn::Set(du, 0x10000u);
+  // bits + kHalf - 1, less -1 where bit kBit is set: a compare instead of a shift, which on Zen 3
+  // runs beside the shifts and shuffles of the pack that follows rather than on their two pipes.
+  const VU odd_bit = hn::Set(du, kOdd);
   const VU odd = hn::VecFromMask(du, hn::Eq(hn::And(bits, odd_bit), odd_bit));
-  return hn::Sub(hn::Add(bits, hn::Set(du, 0x7FFFu)), odd);
+  return hn::Sub(hn::Add(bits, hn::Set(du, kHalf - 1)), odd);
 #endif
 }
+
+/// RoundBitsAt<16>: the high half is v's bfloat16 code.
+HWY_INLINE VU RoundBitsToBF16(VF v) { return RoundBitsAt<16>(v); }
 
 /// The float16/bfloat16 codes of v (round to nearest even, overflow to ±inf), in the low 16 bits of
 /// u32 lanes: EncodeF<F>(v, false) for every v that is not a signalling NaN.
