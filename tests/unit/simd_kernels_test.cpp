@@ -1125,6 +1125,81 @@ TEST_P(SimdKernelsTest, DequantizeSixteenBitOutputsWithZeroPointsInTheProduct) {
   expect_compared(calls);
 }
 
+/// 2/4-bit codes into float16 and bfloat16 in blocks of 32 or more along the last axis (AVX3 looks
+/// each block's outputs up in a table of its products): every target against the scalar kernel, for
+/// every code value in every block, with special scales in each block's table (NaNs with and without
+/// payloads, signalling ones, ±inf, ±0, subnormals, the largest values, whose products overflow, and
+/// bfloat16 ties), random zero points or none, packed codes and codes one per byte with random high
+/// bits, one task and many.
+TEST_P(SimdKernelsTest, DequantizeSixteenBitOutputsFromCodesInBlocksOfManyVectors) {
+  const std::vector<uint32_t> f32_scales{0x7FC00000u, 0x7FA12345u, 0xFFFFFFFFu, 0x7F800000u, 0xFF800000u,
+                                         0x00000000u, 0x80000000u, 0x00000001u, 0x00800000u, 0x3F808000u,
+                                         0x7F7FFFFFu, 0x3DCCCCCDu, 0xB80A7C5Bu, 0x477FE000u, 0x47800000u};
+  const std::vector<uint16_t> f16_scales{0x7E00u, 0x7C01u, 0xFFFFu, 0x7C00u, 0xFC00u, 0x0000u, 0x8000u,
+                                         0x0001u, 0x0400u, 0x3C01u, 0x7BFFu, 0x2E66u, 0x8229u};
+  const std::vector<uint16_t> bf16_scales{0x7FC0u, 0x7F81u, 0xFFFFu, 0x7F80u, 0xFF80u, 0x0000u, 0x8000u,
+                                          0x0001u, 0x0080u, 0x3F81u, 0x7F7Fu, 0x3DCDu, 0xB80Au};
+  std::mt19937 rng(53);
+  int64_t calls = 0;
+  for (T x_type : {T::kInt4, T::kUint4, T::kInt2, T::kUint2}) {
+    for (T y : {T::kFloat16, T::kBFloat16}) {
+      for (T scale_type : {T::kFloat, y}) {
+        for (const int64_t block : {32, 64, 256}) {
+          const Shape shape{4, 1024};
+          const Shape scale_shape{4, 1024 / block};
+          const int64_t n = count_of(shape);
+          const int64_t scales = count_of(scale_shape);
+          std::vector<uint8_t> scale_bytes;
+          for (int64_t k = 0; k < scales; ++k) {
+            // Every special value in some block: the list in turn from a random start.
+            const auto pick = static_cast<size_t>(k + static_cast<int64_t>(rng() % 16));
+            if (scale_type == T::kFloat) {
+              const uint32_t v = f32_scales[pick % f32_scales.size()];
+              for (int b = 0; b < 4; ++b) scale_bytes.push_back(static_cast<uint8_t>(v >> (8 * b)));
+            } else {
+              const auto& list = scale_type == T::kFloat16 ? f16_scales : bf16_scales;
+              const uint16_t v = list[pick % list.size()];
+              scale_bytes.push_back(static_cast<uint8_t>(v & 0xFF));
+              scale_bytes.push_back(static_cast<uint8_t>(v >> 8));
+            }
+          }
+          const Tensor x{x_type, shape, random_bytes(x_type, n, rng)};
+          const Tensor s{scale_type, scale_shape, scale_bytes};
+          const Tensor zp{x_type, scale_shape, random_bytes(x_type, scales, rng)};
+          std::vector<uint8_t> items(static_cast<size_t>(n));
+          const int bits = bit_width(x_type);
+          qdq::detail::unpack_codes(x.bytes.data(), bits, 0, n, items.data());
+          for (uint8_t& item : items) item = static_cast<uint8_t>(item | (rng() << bits));
+          DequantizeLinearAttributes attributes;
+          attributes.opset = 25;
+          attributes.axis = 1;
+          attributes.block_size = block;
+          attributes.output_dtype = static_cast<int64_t>(y);
+          for (const bool one_per_byte : {false, true}) {
+            const TensorView xv =
+                one_per_byte ? TensorView{x_type, shape, items.data(), items.size(), qdq::CodeLayout::kOnePerByte}
+                             : x.view();
+            const TensorView sv = s.view();
+            const TensorView zv = zp.view();
+            for (const bool with_zp : {false, true}) {
+              const DequantizeCall call = plan_dequantize(attributes, xv, sv, with_zp ? &zv : nullptr);
+              const auto describe = describe_stream([&](std::ostream& o) {
+                o << "x=" << data_type_name(x_type) << " y=" << data_type_name(y)
+                  << " scale=" << data_type_name(scale_type) << " block=" << block << " zp=" << with_zp
+                  << (one_per_byte ? " one code per byte" : "");
+              });
+              expect_target_matches_scalar(call, n, {0, n}, describe);
+              expect_target_matches_scalar(call, n, task_bounds(n, rng), describe);
+              calls += 2;
+            }
+          }
+        }
+      }
+    }
+  }
+  expect_compared(calls);
+}
+
 /// NaN scales keep their payload in bfloat16 outputs as the scalar encoder keeps it (top payload
 /// bits, quiet), whatever their low bits: the vectorised kernels clean such scales before using the
 /// plain bit rounding. Signalling NaNs, NaNs whose rounding would carry into the sign, every scale

@@ -890,6 +890,78 @@ HWY_NOINLINE void DequantizeUniformBlocks(const DequantizeCall& c, void* y, int6
   }
 }
 
+#if HWY_TARGET == HWY_AVX3
+// 2/4-bit integer codes into float16 or bfloat16 by a table of their block's outputs (AVX3). A block
+// has at most 16 distinct outputs: the products (v − zp)·s of the 2^kBits code values v, formed and
+// rounded to y once per block by the loop's own operations, so each output is the one the loop would
+// give. Each vector of 32 outputs is then one vpermw of the block's table, indexed by the codes
+// themselves (read in place from the packed bytes), in place of the widening, subtraction,
+// conversion, multiplication and rounding of two vectors of float32. Zen 4, 64 Ki, int4 blocks of 32
+// along the last axis: 1.44x into float16, 1.57x into bfloat16. Not for float32 y, where the loop
+// has no rounding to save: int4 1.05x with zero points, 0.95x without.
+
+/// Whether DequantizeVectorBlocks takes the code table for x and y (blocks of 32 or more elements).
+template <T X, T Y>
+constexpr bool kCodeTable = IsIntegerIn(X) && InBits(X) < 8 && (Y == T::kFloat16 || Y == T::kBFloat16);
+
+/// The block's table: word w holds y for the code value whose low kBits bits are those of w. So any
+/// index whose low kBits bits are a code picks its output, whatever the bits above them (vpermw reads
+/// the low 5).
+template <T X, T Y>
+HWY_INLINE __m512i CodeTable(float scale, int32_t zero_point) {
+  static_assert(kCodeTable<X, Y>);
+  constexpr int kBits = InBits(X);
+  const DI di;
+  VI values = hn::Iota(di, 0);  // sign-extended from kBits bits for signed x
+  if constexpr (IsSignedIn(X)) values = hn::ShiftRight<32 - kBits>(hn::ShiftLeft<32 - kBits>(values));
+  const VF products = hn::Mul(hn::ConvertTo(DF(), hn::Sub(values, hn::Set(di, zero_point))), hn::Set(DF(), scale));
+  const hn::ScalableTag<uint16_t> d16;
+  const auto code_of_word = hn::And(hn::Iota(d16, 0), hn::Set(d16, static_cast<uint16_t>((1 << kBits) - 1)));
+  if constexpr (Y == T::kFloat16) {
+    const hn::Rebind<hwy::float16_t, DF> dh;
+    return _mm512_permutexvar_epi16(code_of_word.raw, _mm512_castsi256_si512(hn::DemoteTo(dh, products).raw));
+  } else {
+    // Code j's bfloat16 is the high word of lane j's rounded bits: word 2j + 1.
+    const auto high_word = hn::Add(hn::ShiftLeft<1>(code_of_word), hn::Set(d16, uint16_t{1}));
+    return _mm512_permutexvar_epi16(high_word.raw, RoundBitsToBF16(products).raw);
+  }
+}
+
+/// Elements [0, count) (count a multiple of the block) of blocks of 2^shift >= 32 elements, block k
+/// with the parameters in params at k, as y at out; x's codes packed (`packed`: element 0's byte) or,
+/// with packed null, one per byte in `codes` (XCodes).
+template <T X, T Y>
+HWY_INLINE void DequantizeByCodeTable(const uint8_t* packed, const uint8_t* codes, int64_t count, int shift,
+                                      const VectorBlockParams& params, uint8_t* out) {
+  constexpr int kBits = InBits(X);
+  constexpr int64_t kLanes = 32;                                            // words of y per vector
+  constexpr size_t kPackedBytes = static_cast<size_t>(kLanes * kBits / 8);  // 8 or 16
+  // Packed codes: word w of a vector takes the 16-bit unit of the packed bytes that holds its code,
+  // shifted right by the code's place in it.
+  constexpr int kPerWord = 16 / kBits;
+  const hn::ScalableTag<uint16_t> d16;
+  const auto word = hn::Iota(d16, 0);
+  const __m512i spread = hn::ShiftRight < kPerWord == 4 ? 2 : 3 > (word).raw;
+  const __m512i shifts =
+      hn::Mul(hn::And(word, hn::Set(d16, uint16_t{kPerWord - 1})), hn::Set(d16, uint16_t{kBits})).raw;
+  const int64_t block = int64_t{1} << shift;
+  for (int64_t from = 0, k = 0; from < count; from += block, ++k) {
+    const __m512i table = CodeTable<X, Y>(params.scale[k], params.zero_point[k]);
+    for (int64_t i = from; i < from + block; i += kLanes) {
+      __m512i index;
+      if (packed != nullptr) {
+        __m128i in = _mm_setzero_si128();
+        std::memcpy(&in, packed + i * kBits / 8, kPackedBytes);
+        index = _mm512_srlv_epi16(_mm512_permutexvar_epi16(spread, _mm512_castsi128_si512(in)), shifts);
+      } else {
+        index = _mm512_cvtepu8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(codes + i)));
+      }
+      _mm512_storeu_si512(out + 2 * i, _mm512_permutexvar_epi16(index, table));
+    }
+  }
+}
+#endif
+
 /// Elements [begin, end) of a plan with VectorBlockShift `shift` (blocks of one to eight vectors),
 /// begin and end multiples of the block size: pieces of whole blocks (up to VectorBlockParams::kBlocks of them; kChunk
 /// elements when streaming or unpacking) load their blocks' parameters once, then one flat loop runs four vectors at a
@@ -919,6 +991,23 @@ HWY_NOINLINE void DequantizeVectorBlocks(const DequantizeCall& c, void* y, int64
     const int64_t count = std::min(span, end - piece);
     LoadDequantizeParams<X, Y>(c, piece >> shift, count >> shift, params.scale, params.zero_point,
                                params.float_zero_point);
+    const PieceOutput output(stage, stream, OutputAt<Y>(y, piece), staged);
+#if HWY_TARGET == HWY_AVX3
+    if constexpr (kCodeTable<X, Y>) {
+      if (shift >= 5) {
+        // Packed codes are read in place; codes given one per byte are expanded first.
+        const uint8_t* packed = nullptr;
+        if (c.x_one_per_byte) {
+          XCodes<X>(c, piece, count, codes);
+        } else {
+          packed = static_cast<const uint8_t*>(c.x) + piece * kBits / 8;
+        }
+        DequantizeByCodeTable<X, Y>(packed, codes, count, shift, params, static_cast<uint8_t*>(output.Out()));
+        output.Finish(static_cast<size_t>(count * kOutputBytesPer<Y>));
+        continue;
+      }
+    }
+#endif
     const void* src = c.x;
     int64_t src_index = piece;
     if constexpr (kBits < 8) {
@@ -927,7 +1016,6 @@ HWY_NOINLINE void DequantizeVectorBlocks(const DequantizeCall& c, void* y, int64
       src = codes;
       src_index = 0;
     }
-    const PieceOutput output(stage, stream, OutputAt<Y>(y, piece), staged);
     const auto scale = [&](int64_t k, size_t n) QDQ_INLINE_LAMBDA { return params.Scale(k, n); };
     const auto zero_point = [&](int64_t k, size_t n) QDQ_INLINE_LAMBDA { return params.ZeroPoint(k, n); };
     const auto float_zero_point = [&](int64_t k, size_t n) QDQ_INLINE_LAMBDA { return params.FloatZeroPoint(k, n); };
