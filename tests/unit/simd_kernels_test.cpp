@@ -1125,8 +1125,9 @@ TEST_P(SimdKernelsTest, DequantizeSixteenBitOutputsWithZeroPointsInTheProduct) {
   expect_compared(calls);
 }
 
-/// 2/4-bit codes into float16 and bfloat16 in blocks of 32 or more along the last axis (AVX3 looks
-/// each block's outputs up in a table of its products): every target against the scalar kernel, for
+/// 2/4-bit codes into float16 and bfloat16 in blocks along the last axis (blocks of 32 and 64 take the
+/// code table: each block's outputs looked up in a table of its products, on AVX3 and, for bfloat16,
+/// AVX2; blocks of 256 the loop per block): every target against the scalar kernel, for
 /// every code value in every block, with special scales in each block's table (NaNs with and without
 /// payloads, signalling ones, ±inf, ±0, subnormals, the largest values, whose products overflow, and
 /// bfloat16 ties), random zero points or none, packed codes and codes one per byte with random high

@@ -890,6 +890,21 @@ HWY_NOINLINE void DequantizeUniformBlocks(const DequantizeCall& c, void* y, int6
   }
 }
 
+#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX2
+/// The products (v − zp)·scale of the code values v whose low kBits bits are first, first + 1, ...
+/// (one per lane; sign-extended for signed x), formed as DequantizeLoop forms each element's: the
+/// difference exact in int32, converted, rounded once by the multiplication. The code tables'
+/// entries, so that each is the output the loop would give.
+template <T X>
+HWY_INLINE VF CodeProducts(int32_t first, float scale, int32_t zero_point) {
+  constexpr int kBits = InBits(X);
+  const DI di;
+  VI values = hn::Iota(di, first);
+  if constexpr (IsSignedIn(X)) values = hn::ShiftRight<32 - kBits>(hn::ShiftLeft<32 - kBits>(values));
+  return hn::Mul(hn::ConvertTo(DF(), hn::Sub(values, hn::Set(di, zero_point))), hn::Set(DF(), scale));
+}
+#endif
+
 #if HWY_TARGET == HWY_AVX3
 // 2/4-bit integer codes into float16 or bfloat16 by a table of their block's outputs (AVX3). A block
 // has at most 16 distinct outputs: the products (v − zp)·s of the 2^kBits code values v, formed and
@@ -911,10 +926,7 @@ template <T X, T Y>
 HWY_INLINE __m512i CodeTable(float scale, int32_t zero_point) {
   static_assert(kCodeTable<X, Y>);
   constexpr int kBits = InBits(X);
-  const DI di;
-  VI values = hn::Iota(di, 0);  // sign-extended from kBits bits for signed x
-  if constexpr (IsSignedIn(X)) values = hn::ShiftRight<32 - kBits>(hn::ShiftLeft<32 - kBits>(values));
-  const VF products = hn::Mul(hn::ConvertTo(DF(), hn::Sub(values, hn::Set(di, zero_point))), hn::Set(DF(), scale));
+  const VF products = CodeProducts<X>(0, scale, zero_point);
   const hn::ScalableTag<uint16_t> d16;
   const auto code_of_word = hn::And(hn::Iota(d16, 0), hn::Set(d16, static_cast<uint16_t>((1 << kBits) - 1)));
   if constexpr (Y == T::kFloat16) {
@@ -977,19 +989,8 @@ constexpr bool kCodeTable = IsIntegerIn(X) && InBits(X) < 8 && Y == T::kBFloat16
 /// value whose low kBits bits are j's.
 template <T X, T Y>
 HWY_INLINE void CodeTable(float scale, int32_t zero_point, __m256i* low, __m256i* high) {
-  constexpr int kBits = InBits(X);
-  const DI di;
-  const DF df;
-  VI values0 = hn::Iota(di, 0);
-  VI values1 = hn::Iota(di, 8);
-  if constexpr (IsSignedIn(X)) {
-    values0 = hn::ShiftRight<32 - kBits>(hn::ShiftLeft<32 - kBits>(values0));
-    values1 = hn::ShiftRight<32 - kBits>(hn::ShiftLeft<32 - kBits>(values1));
-  }
-  const VI zp = hn::Set(di, zero_point);
-  const VF s = hn::Set(df, scale);
-  const VF p0 = hn::Mul(hn::ConvertTo(df, hn::Sub(values0, zp)), s);
-  const VF p1 = hn::Mul(hn::ConvertTo(df, hn::Sub(values1, zp)), s);
+  const VF p0 = CodeProducts<X>(0, scale, zero_point);
+  const VF p1 = CodeProducts<X>(8, scale, zero_point);
   static_assert(Y == T::kBFloat16);
   // The 16 bfloat16 codes in order (the pack interleaves the two vectors' 128-bit halves).
   const __m256i words = _mm256_permute4x64_epi64(
