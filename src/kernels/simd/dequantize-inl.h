@@ -559,6 +559,91 @@ HWY_INLINE uint8_t* OutputAt(void* y, int64_t at) {
   return static_cast<uint8_t*>(y) + at * kOutputBytesPer<Y>;
 }
 
+#if HWY_TARGET == HWY_AVX3
+// 8-bit x into float16 or bfloat16 per tensor by a table of all 256 outputs (AVX3). With one scale
+// and zero point, y is a function of x's byte alone: the loop itself forms the 256 outputs once per
+// task (so each is the one it would give, NaNs included), and each vector of 32 outputs is then
+// four two-register word permutes of the table (vpermt2w: 64 entries each) and three selects by
+// the code's bits 6 and 7, in place of the widening, decode or subtraction, conversion,
+// multiplication and rounding of two vectors of float32.
+
+/// Whether DequantizeGeneral takes the byte table for x and y (per tensor, or per axis with long
+/// runs: one table per run). Not for integer x into
+/// float16, whose loop (two conversions, no rounding of its own) is as fast: uint8 1.00x.
+template <T X, T Y>
+constexpr bool kByteTable = InBits(X) == 8 && (Y == T::kBFloat16 || (Y == T::kFloat16 && !IsIntegerIn(X)));
+
+/// Per-tensor tasks and per-axis runs shorter than this keep the loop: forming the table costs 256
+/// of its elements.
+constexpr int64_t kByteTableMinCount = 4096;
+
+/// y of code 32k + j in word j of words[k].
+struct ByteTable {
+  __m512i words[8];
+  // Codes c and c + 128 give outputs that differ in the sign bit alone (float8 codes with a scale
+  // that is not NaN and no zero point, typically): half the table and half the permutes serve.
+  bool symmetric;
+};
+
+/// The table of parameter `param`'s runs, formed by the loop from the 256 codes.
+template <T X, T Y>
+HWY_INLINE void FormByteTable(const DequantizeCall& c, int64_t param, ByteTable* table) {
+  HWY_ALIGN uint8_t codes[256];
+  for (int i = 0; i < 256; ++i) codes[i] = static_cast<uint8_t>(i);
+  HWY_ALIGN uint16_t outputs[256];
+  DequantizeRun<X, Y>(c, codes, 0, 0, 256, param, outputs);
+  __mmask32 asymmetric = 0;
+  for (int k = 0; k < 8; ++k) table->words[k] = _mm512_load_si512(outputs + 32 * k);
+  for (int k = 0; k < 4; ++k) {
+    const __m512i flipped = _mm512_xor_si512(table->words[k], _mm512_set1_epi16(static_cast<int16_t>(0x8000)));
+    asymmetric |= _mm512_cmpneq_epi16_mask(flipped, table->words[k + 4]);
+  }
+  table->symmetric = asymmetric == 0;
+}
+
+/// The table's words at 32 indices (codes, one per word).
+template <bool kSymmetric>
+HWY_INLINE __m512i ByteTableLookup(__m512i index, const ByteTable& table) {
+  const __mmask32 bit6 = _mm512_test_epi16_mask(index, _mm512_set1_epi16(64));
+  const __m512i from0 = _mm512_permutex2var_epi16(table.words[0], index, table.words[1]);  // codes 0-63
+  const __m512i from1 = _mm512_permutex2var_epi16(table.words[2], index, table.words[3]);
+  const __m512i low = _mm512_mask_blend_epi16(bit6, from0, from1);
+  if constexpr (kSymmetric) {
+    // low ^ (index << 8 & 0x8000): code bit 7 into the output's sign.
+    return _mm512_ternarylogic_epi32(low, _mm512_slli_epi16(index, 8), _mm512_set1_epi16(static_cast<int16_t>(0x8000)),
+                                     0x78);
+  } else {
+    const __m512i from2 = _mm512_permutex2var_epi16(table.words[4], index, table.words[5]);
+    const __m512i from3 = _mm512_permutex2var_epi16(table.words[6], index, table.words[7]);
+    const __mmask32 bit7 = _mm512_test_epi16_mask(index, _mm512_set1_epi16(128));
+    return _mm512_mask_blend_epi16(bit7, low, _mm512_mask_blend_epi16(bit6, from2, from3));
+  }
+}
+
+/// y of x's bytes [0, count) at out, two bytes each.
+template <bool kSymmetric>
+HWY_INLINE void DequantizeByByteTable(const uint8_t* x, int64_t count, const ByteTable& table, uint8_t* out) {
+  int64_t i = 0;
+  for (; i + 32 <= count; i += 32) {
+    const __m512i index = _mm512_cvtepu8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + i)));
+    _mm512_storeu_si512(out + 2 * i, ByteTableLookup<kSymmetric>(index, table));
+  }
+  if (i < count) {
+    const __mmask32 rest = static_cast<__mmask32>((uint64_t{1} << (count - i)) - 1);
+    const __m512i index = _mm512_cvtepu8_epi16(_mm256_maskz_loadu_epi8(rest, x + i));
+    _mm512_mask_storeu_epi16(out + 2 * i, rest, ByteTableLookup<kSymmetric>(index, table));
+  }
+}
+
+HWY_INLINE void DequantizeByByteTable(const uint8_t* x, int64_t count, const ByteTable& table, uint8_t* out) {
+  if (table.symmetric) {
+    DequantizeByByteTable<true>(x, count, table, out);
+  } else {
+    DequantizeByByteTable<false>(x, count, table, out);
+  }
+}
+#endif
+
 #if HWY_TARGET == HWY_AVX2
 // FLOAT4E2M1 by a table of signed products (AVX2). Where a run's scale is finite and its zero point
 // absent or +0, the product of each code is the product of the code's magnitude with the scale, its
@@ -723,6 +808,21 @@ HWY_NOINLINE void DequantizeGeneral(const DequantizeCall& c, void* y, int64_t be
     }
   }
 #endif
+#if HWY_TARGET == HWY_AVX3
+  HWY_ALIGN ByteTable byte_table;
+  int64_t byte_table_param = -1;  // whose table byte_table holds
+  bool by_byte_table = false;
+  if constexpr (kByteTable<X, Y>) {
+    const bool per_tensor = c.plan.granularity == Granularity::kPerTensor;
+    by_byte_table = (per_tensor && end - begin >= kByteTableMinCount) ||
+                    (c.plan.granularity == Granularity::kPerAxis && c.plan.inner >= kByteTableMinCount);
+    if (by_byte_table && per_tensor && !stream) {
+      FormByteTable<X, Y>(c, 0, &byte_table);
+      DequantizeByByteTable(static_cast<const uint8_t*>(c.x) + begin, end - begin, byte_table, OutputAt<Y>(y, begin));
+      return;
+    }
+  }
+#endif
   if (kBits >= 8 && !stream && c.plan.granularity == Granularity::kPerTensor && end > begin) {
     // One run over the whole range: chunks serve only the unpacking and the stage, and each would
     // load the parameters again.
@@ -834,6 +934,18 @@ HWY_NOINLINE void DequantizeGeneral(const DequantizeCall& c, void* y, int64_t be
     }
     for (int64_t position = chunk; position < chunk_end;) {
       const Segment s = cursor.next(position, chunk_end);
+#if HWY_TARGET == HWY_AVX3
+      if (by_byte_table) {
+        if (s.param_index != byte_table_param) {
+          FormByteTable<X, Y>(c, s.param_index, &byte_table);
+          byte_table_param = s.param_index;
+        }
+        DequantizeByByteTable(static_cast<const uint8_t*>(c.x) + position, s.count, byte_table,
+                              static_cast<uint8_t*>(out) + (position - out_base) * kOutputBytesPer<Y>);
+        position += s.count;
+        continue;
+      }
+#endif
       if constexpr (kBits < 8) {
         DequantizeRun<X, Y>(c, codes, position - chunk, position - out_base, s.count, s.param_index, out);
       } else {
