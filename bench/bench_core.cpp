@@ -299,7 +299,8 @@ std::vector<CaseInfo> build_cases() {
   add("dequantize", T::kUint8, T::kFloat16, "per-tensor", 0);
   add("dequantize", T::kInt8, T::kBFloat16, "per-tensor", 0);
   add("dequantize", T::kFloat8E4M3FN, T::kBFloat16, "per-tensor", 0);
-  add("dequantize", T::kFloat8E4M3FN, T::kFloat16, "per-tensor", 0);  // FP8 weights to float16
+  add("dequantize", T::kFloat8E4M3FN, T::kFloat16, "per-tensor", 0);          // FP8 weights to float16
+  add("dequantize", T::kFloat4E2M1, T::kBFloat16, "blocked-last", 32, true);  // MXFP4 weights to bfloat16
   add("dequantize", T::kInt4, T::kFloat16, "blocked-last", 32);
   add("dequantize", T::kInt4, T::kBFloat16, "blocked-last", 32);  // int4 LLM weights to bfloat16
   add("dequantize", T::kInt8, T::kFloat, "per-tensor", 0, false, true);

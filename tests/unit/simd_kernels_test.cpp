@@ -1126,13 +1126,12 @@ TEST_P(SimdKernelsTest, DequantizeSixteenBitOutputsWithZeroPointsInTheProduct) {
   expect_compared(calls);
 }
 
-/// 2/4-bit codes into float16 and bfloat16 in blocks along the last axis (blocks of 32 and 64 take the
-/// code table: each block's outputs looked up in a table of its products, on AVX3 and, for bfloat16,
-/// AVX2; blocks of 256 the loop per block): every target against the scalar kernel, for
-/// every code value in every block, with special scales in each block's table (NaNs with and without
-/// payloads, signalling ones, ±inf, ±0, subnormals, the largest values, whose products overflow, and
-/// bfloat16 ties), random zero points or none, packed codes and codes one per byte with random high
-/// bits, one task and many.
+/// 2/4-bit integer and FLOAT4E2M1 codes into float16 and bfloat16 in blocks along the last axis (blocks of 32 and 64
+/// take the code table: each block's outputs looked up in a table of its products, on AVX3 and, for bfloat16, AVX2;
+/// blocks of 256 the loop per block): every target against the scalar kernel, for every code value in every block, with
+/// special scales in each block's table (NaNs with and without payloads, signalling ones, ±inf, ±0, subnormals, the
+/// largest values, whose products overflow, and bfloat16 ties), random zero points or none, packed codes and codes one
+/// per byte with random high bits, one task and many.
 TEST_P(SimdKernelsTest, DequantizeSixteenBitOutputsFromCodesInBlocksOfManyVectors) {
   const std::vector<uint32_t> f32_scales{0x7FC00000u, 0x7FA12345u, 0xFFFFFFFFu, 0x7F800000u, 0xFF800000u,
                                          0x00000000u, 0x80000000u, 0x00000001u, 0x00800000u, 0x3F808000u,
@@ -1143,7 +1142,7 @@ TEST_P(SimdKernelsTest, DequantizeSixteenBitOutputsFromCodesInBlocksOfManyVector
                                           0x0001u, 0x0080u, 0x3F81u, 0x7F7Fu, 0x3DCDu, 0xB80Au};
   std::mt19937 rng(53);
   int64_t calls = 0;
-  for (T x_type : {T::kInt4, T::kUint4, T::kInt2, T::kUint2}) {
+  for (T x_type : {T::kInt4, T::kUint4, T::kInt2, T::kUint2, T::kFloat4E2M1}) {
     for (T y : {T::kFloat16, T::kBFloat16}) {
       for (T scale_type : {T::kFloat, y}) {
         for (const int64_t block : {32, 64, 256}) {

@@ -1009,9 +1009,18 @@ HWY_NOINLINE void DequantizeUniformBlocks(const DequantizeCall& c, void* y, int6
 /// (one per lane; sign-extended for signed x), formed as DequantizeLoop forms each element's: the
 /// difference exact in int32, converted, rounded once by the multiplication. The code tables'
 /// entries, so that each is the output the loop would give.
+/// FLOAT4E2M1 (AVX3's table only): the decoded codes less the float zero point (+0 without one,
+/// which leaves every value as the loop's missing subtraction does), times the scale.
 template <T X>
-HWY_INLINE VF CodeProducts(int32_t first, float scale, int32_t zero_point) {
+HWY_INLINE VF CodeProducts(int32_t first, float scale, int32_t zero_point, float float_zero_point = 0.0f) {
   constexpr int kBits = InBits(X);
+  if constexpr (!IsIntegerIn(X)) {
+    (void)zero_point;
+    const DU du;
+    const VF values = DecodeX<X>(hn::And(hn::Iota(du, static_cast<uint32_t>(first)), hn::Set(du, (1u << kBits) - 1)));
+    return hn::Mul(hn::Sub(values, hn::Set(DF(), float_zero_point)), hn::Set(DF(), scale));
+  }
+  (void)float_zero_point;
   const DI di;
   VI values = hn::Iota(di, first);
   if constexpr (IsSignedIn(X)) values = hn::ShiftRight<32 - kBits>(hn::ShiftLeft<32 - kBits>(values));
@@ -1020,8 +1029,9 @@ HWY_INLINE VF CodeProducts(int32_t first, float scale, int32_t zero_point) {
 #endif
 
 #if HWY_TARGET == HWY_AVX3
-// 2/4-bit integer codes into float16 or bfloat16 by a table of their block's outputs (AVX3). A block
-// has at most 16 distinct outputs: the products (v − zp)·s of the 2^kBits code values v, formed and
+// 2/4-bit integer and FLOAT4E2M1 codes into float16 or bfloat16 by a table of their block's outputs
+// (AVX3). A block has at most 16 distinct outputs: the products (v − zp)·s of the 2^kBits code values
+// v (FLOAT4E2M1: decoded), formed and
 // rounded to y once per block by the loop's own operations, so each output is the one the loop would
 // give. Each vector of 32 outputs is then one vpermw of the block's table, indexed by the codes
 // themselves (read in place from the packed bytes), in place of the widening, subtraction,
@@ -1031,16 +1041,17 @@ HWY_INLINE VF CodeProducts(int32_t first, float scale, int32_t zero_point) {
 
 /// Whether DequantizeVectorBlocks takes the code table for x and y (blocks of 32 or more elements).
 template <T X, T Y>
-constexpr bool kCodeTable = IsIntegerIn(X) && InBits(X) < 8 && (Y == T::kFloat16 || Y == T::kBFloat16);
+constexpr bool kCodeTable = (IsIntegerIn(X) || X == T::kFloat4E2M1) && InBits(X) < 8 &&
+                            (Y == T::kFloat16 || Y == T::kBFloat16);
 
 /// The block's table: word w holds y for the code value whose low kBits bits are those of w. So any
 /// index whose low kBits bits are a code picks its output, whatever the bits above them (vpermw reads
 /// the low 5).
 template <T X, T Y>
-HWY_INLINE __m512i CodeTable(float scale, int32_t zero_point) {
+HWY_INLINE __m512i CodeTable(float scale, int32_t zero_point, float float_zero_point) {
   static_assert(kCodeTable<X, Y>);
   constexpr int kBits = InBits(X);
-  const VF products = CodeProducts<X>(0, scale, zero_point);
+  const VF products = CodeProducts<X>(0, scale, zero_point, float_zero_point);
   const hn::ScalableTag<uint16_t> d16;
   const auto code_of_word = hn::And(hn::Iota(d16, 0), hn::Set(d16, static_cast<uint16_t>((1 << kBits) - 1)));
   if constexpr (Y == T::kFloat16) {
@@ -1073,7 +1084,9 @@ HWY_INLINE void DequantizeByCodeTable(const uint8_t* packed, const uint8_t* code
       hn::Mul(hn::And(word, hn::Set(d16, uint16_t{kPerWord - 1})), hn::Set(d16, uint16_t{kBits})).raw;
   const int64_t block = int64_t{1} << shift;
   for (int64_t from = 0, k = 0; from < count; from += block, ++k) {
-    const __m512i table = CodeTable<X, Y>(params.scale[k], params.zero_point[k]);
+    // Each type's own zero point; the other array is not filled for it.
+    const __m512i table = CodeTable<X, Y>(params.scale[k], IsIntegerIn(X) ? params.zero_point[k] : 0,
+                                          IsIntegerIn(X) ? 0.0f : params.float_zero_point[k]);
     for (int64_t i = from; i < from + block; i += kLanes) {
       __m512i index;
       if (packed != nullptr) {
