@@ -1030,14 +1030,15 @@ HWY_INLINE VF CodeProducts(int32_t first, float scale, int32_t zero_point, float
 
 #if HWY_TARGET == HWY_AVX3
 // 2/4-bit integer and FLOAT4E2M1 codes into float16 or bfloat16 by a table of their block's outputs
-// (AVX3). A block has at most 16 distinct outputs: the products (v − zp)·s of the 2^kBits code values
-// v (FLOAT4E2M1: decoded), formed and
-// rounded to y once per block by the loop's own operations, so each output is the one the loop would
-// give. Each vector of 32 outputs is then one vpermw of the block's table, indexed by the codes
-// themselves (read in place from the packed bytes), in place of the widening, subtraction,
-// conversion, multiplication and rounding of two vectors of float32. Zen 4, 64 Ki, int4 blocks of 32
-// along the last axis (best of 9 alternating rounds): 1.40x into float16, 1.58x into bfloat16. Not
-// for float32 y, where the loop has no rounding to save: int4 1.05x with zero points, 0.95x without.
+// (AVX3). A block has at most 16 distinct outputs: the products (v − zp)·s of the 2^kBits code
+// values v (FLOAT4E2M1: decoded), formed and rounded to y once per block by the loop's own
+// operations, so each output is the one the loop would give. Each vector of 32 outputs is then one
+// vpermw of the block's table, indexed by the codes themselves (read in place from the packed
+// bytes), in place of the widening, subtraction, conversion, multiplication and rounding of two
+// vectors of float32. Zen 4, 64 Ki, int4 blocks of 32 along the last axis (best of 9 alternating
+// rounds): 1.40x into float16, 1.58x into bfloat16. Not for float32 y, where the loop has no
+// rounding to save: int4 1.05x with zero points, 0.95x without. FLOAT4E2M1 (MXFP4, blocks of 32,
+// e8m0 scales) into bfloat16: 1.59x.
 
 /// Whether DequantizeVectorBlocks takes the code table for x and y (blocks of 32 or more elements).
 template <T X, T Y>
