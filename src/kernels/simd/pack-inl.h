@@ -131,12 +131,12 @@ HWY_INLINE void PackWholeBytes(const uint8_t* codes, int64_t bytes, uint8_t* out
 /// (modulo 2^8).
 template <int kBits, bool kSigned>
 HWY_INLINE void UnpackCodesScalar(const uint8_t* packed, int64_t first, int64_t count, uint8_t* codes,
-                                  uint8_t offset = 0) {
+                                  uint8_t offset = 0, const uint8_t* less = nullptr) {
   unpack_codes(packed, kBits, first, count, codes);
   constexpr int kHalf = 1 << (kBits - 1);
   for (int64_t i = 0; i < count; ++i) {
     const int value = kSigned ? (codes[i] ^ kHalf) - kHalf : codes[i];
-    codes[i] = static_cast<uint8_t>(value - offset);
+    codes[i] = static_cast<uint8_t>(value - offset - (less != nullptr ? less[i] : 0));
   }
 }
 
@@ -192,14 +192,27 @@ HWY_INLINE void WideCodes(const uint8_t* packed, __m128i table, WideBytes* c) {
 #endif
 }
 
+/// Stores the wide vector v of unpacked codes at codes + at, less (kLessRow) the bytes at less + at.
+template <bool kLessRow>
+HWY_INLINE void StoreWideCodes(WideBytes v, uint8_t* codes, const uint8_t* less, int64_t at) {
+#if HWY_TARGET == HWY_AVX3
+  if constexpr (kLessRow) v = _mm512_sub_epi8(v, _mm512_loadu_si512(less + at));
+  _mm512_storeu_si512(codes + at, v);
+#else
+  if constexpr (kLessRow) v = _mm256_sub_epi8(v, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(less + at)));
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(codes + at), v);
+#endif
+}
+
 /// UnpackWholeBytes' loop at the target's full width, over the whole vectors of `bytes` (kLookup:
 /// each code through `table`, as there): per 128-bit block the codes of each byte interleaved as
 /// there, then the blocks' parts put back in order: for 4-bit codes each block's two halves, one
 /// permute per vector of codes; for 2-bit codes a 4 x 4 transpose of the blocks' quarters (AVX2:
-/// 2 x 2, twice). Returns the bytes done. (The 128-bit loop alone took about a third of a blocked
-/// int4 -> float16 dequantize in cache on the Intel Xeon.)
-template <int kBits, bool kLookup>
-HWY_INLINE int64_t UnpackWholeBytesWide(const uint8_t* packed, int64_t bytes, uint8_t* codes, __m128i table) {
+/// 2 x 2, twice); kLessRow: less `less`, as UnpackWholeBytes. Returns the bytes done. (The 128-bit
+/// loop alone took about a third of a blocked int4 -> float16 dequantize in cache on the Intel Xeon.)
+template <int kBits, bool kLookup, bool kLessRow = false>
+HWY_INLINE int64_t UnpackWholeBytesWide(const uint8_t* packed, int64_t bytes, uint8_t* codes, __m128i table,
+                                        const uint8_t* less = nullptr) {
   constexpr int64_t kStep = sizeof(WideBytes);
   int64_t b = 0;
   for (; b + kStep <= bytes; b += kStep) {
@@ -209,39 +222,39 @@ HWY_INLINE int64_t UnpackWholeBytesWide(const uint8_t* packed, int64_t bytes, ui
 #if HWY_TARGET == HWY_AVX3
       const __m512i l = _mm512_unpacklo_epi8(c[0], c[1]);
       const __m512i u = _mm512_unpackhi_epi8(c[0], c[1]);
-      _mm512_storeu_si512(codes + 2 * b, InterleaveBlocksFront(l, u));
-      _mm512_storeu_si512(codes + 2 * b + 64, InterleaveBlocksBack(l, u));
+      StoreWideCodes<kLessRow>(InterleaveBlocksFront(l, u), codes, less, 2 * b);
+      StoreWideCodes<kLessRow>(InterleaveBlocksBack(l, u), codes, less, 2 * b + 64);
 #else
       const __m256i l = _mm256_unpacklo_epi8(c[0], c[1]);
       const __m256i u = _mm256_unpackhi_epi8(c[0], c[1]);
-      _mm256_storeu_si256(reinterpret_cast<__m256i*>(codes + 2 * b), _mm256_permute2x128_si256(l, u, 0x20));
-      _mm256_storeu_si256(reinterpret_cast<__m256i*>(codes + 2 * b + 32), _mm256_permute2x128_si256(l, u, 0x31));
+      StoreWideCodes<kLessRow>(_mm256_permute2x128_si256(l, u, 0x20), codes, less, 2 * b);
+      StoreWideCodes<kLessRow>(_mm256_permute2x128_si256(l, u, 0x31), codes, less, 2 * b + 32);
 #endif
     } else {
-      uint8_t* o = codes + 4 * b;
+      const int64_t o = 4 * b;
 #if HWY_TARGET == HWY_AVX3
       const __m512i c01l = _mm512_unpacklo_epi8(c[0], c[1]), c01u = _mm512_unpackhi_epi8(c[0], c[1]);
       const __m512i c23l = _mm512_unpacklo_epi8(c[2], c[3]), c23u = _mm512_unpackhi_epi8(c[2], c[3]);
       // q[k], block j: quarter k of block j's 64 codes.
       const __m512i q0 = _mm512_unpacklo_epi16(c01l, c23l), q1 = _mm512_unpackhi_epi16(c01l, c23l);
       const __m512i q2 = _mm512_unpacklo_epi16(c01u, c23u), q3 = _mm512_unpackhi_epi16(c01u, c23u);
-      const __m512i a = InterleaveBlocksFront(q0, q1);                // q0.0 q1.0 q0.1 q1.1
-      const __m512i e = InterleaveBlocksFront(q2, q3);                // q2.0 q3.0 q2.1 q3.1
-      const __m512i f = InterleaveBlocksBack(q0, q1);                 // q0.2 q1.2 q0.3 q1.3
-      const __m512i g = InterleaveBlocksBack(q2, q3);                 // q2.2 q3.2 q2.3 q3.3
-      _mm512_storeu_si512(o, _mm512_shuffle_i64x2(a, e, 0x44));       // a.0 a.1 e.0 e.1
-      _mm512_storeu_si512(o + 64, _mm512_shuffle_i64x2(a, e, 0xEE));  // a.2 a.3 e.2 e.3
-      _mm512_storeu_si512(o + 128, _mm512_shuffle_i64x2(f, g, 0x44));
-      _mm512_storeu_si512(o + 192, _mm512_shuffle_i64x2(f, g, 0xEE));
+      const __m512i a = InterleaveBlocksFront(q0, q1);                                  // q0.0 q1.0 q0.1 q1.1
+      const __m512i e = InterleaveBlocksFront(q2, q3);                                  // q2.0 q3.0 q2.1 q3.1
+      const __m512i f = InterleaveBlocksBack(q0, q1);                                   // q0.2 q1.2 q0.3 q1.3
+      const __m512i g = InterleaveBlocksBack(q2, q3);                                   // q2.2 q3.2 q2.3 q3.3
+      StoreWideCodes<kLessRow>(_mm512_shuffle_i64x2(a, e, 0x44), codes, less, o);       // a.0 a.1 e.0 e.1
+      StoreWideCodes<kLessRow>(_mm512_shuffle_i64x2(a, e, 0xEE), codes, less, o + 64);  // a.2 a.3 e.2 e.3
+      StoreWideCodes<kLessRow>(_mm512_shuffle_i64x2(f, g, 0x44), codes, less, o + 128);
+      StoreWideCodes<kLessRow>(_mm512_shuffle_i64x2(f, g, 0xEE), codes, less, o + 192);
 #else
       const __m256i c01l = _mm256_unpacklo_epi8(c[0], c[1]), c01u = _mm256_unpackhi_epi8(c[0], c[1]);
       const __m256i c23l = _mm256_unpacklo_epi8(c[2], c[3]), c23u = _mm256_unpackhi_epi8(c[2], c[3]);
       const __m256i q0 = _mm256_unpacklo_epi16(c01l, c23l), q1 = _mm256_unpackhi_epi16(c01l, c23l);
       const __m256i q2 = _mm256_unpacklo_epi16(c01u, c23u), q3 = _mm256_unpackhi_epi16(c01u, c23u);
-      _mm256_storeu_si256(reinterpret_cast<__m256i*>(o), _mm256_permute2x128_si256(q0, q1, 0x20));
-      _mm256_storeu_si256(reinterpret_cast<__m256i*>(o + 32), _mm256_permute2x128_si256(q2, q3, 0x20));
-      _mm256_storeu_si256(reinterpret_cast<__m256i*>(o + 64), _mm256_permute2x128_si256(q0, q1, 0x31));
-      _mm256_storeu_si256(reinterpret_cast<__m256i*>(o + 96), _mm256_permute2x128_si256(q2, q3, 0x31));
+      StoreWideCodes<kLessRow>(_mm256_permute2x128_si256(q0, q1, 0x20), codes, less, o);
+      StoreWideCodes<kLessRow>(_mm256_permute2x128_si256(q2, q3, 0x20), codes, less, o + 32);
+      StoreWideCodes<kLessRow>(_mm256_permute2x128_si256(q0, q1, 0x31), codes, less, o + 64);
+      StoreWideCodes<kLessRow>(_mm256_permute2x128_si256(q2, q3, 0x31), codes, less, o + 96);
 #endif
     }
   }
@@ -253,11 +266,19 @@ HWY_INLINE int64_t UnpackWholeBytesWide(const uint8_t* packed, int64_t bytes, ui
 /// or its two's-complement value as int8 (kSigned), which LoadInt<kBits, kSigned> widens. With
 /// kOffset, each value less `offset` (a zero point: the difference of two 2/4-bit values is an int8,
 /// which LoadInt<8, true> widens), at no cost to signed codes and one byte shuffle to unsigned ones.
-template <int kBits, bool kSigned = false, bool kOffset = false>
-HWY_INLINE void UnpackWholeBytes(const uint8_t* packed, int64_t bytes, uint8_t* codes, uint8_t offset = 0) {
+///
+/// With kLessRow, each value also less the byte at the same index of `less` (a row of unpacked zero
+/// points, one per value: blocks along an outer axis), in the same pass.
+template <int kBits, bool kSigned = false, bool kOffset = false, bool kLessRow = false>
+HWY_INLINE void UnpackWholeBytes(const uint8_t* packed, int64_t bytes, uint8_t* codes, uint8_t offset = 0,
+                                 const uint8_t* less = nullptr) {
   CheckPackedWidth<kBits>();
   const hn::Full128<uint8_t> d8;
   if constexpr (!kOffset) offset = 0;
+  const auto store = [&](auto v, int64_t at) QDQ_INLINE_LAMBDA {
+    if constexpr (kLessRow) v = hn::Sub(v, hn::LoadU(d8, less + at));
+    hn::StoreU(v, d8, codes + at);
+  };
   // Signed codes take one byte shuffle each (every index is below 16): their int8 values.
   const auto value_of = [table = CodeValueTable<kBits, kSigned>(offset)](auto code) QDQ_INLINE_LAMBDA {
     if constexpr (kSigned || kOffset) return hn::TableLookupBytes(table, code);
@@ -267,7 +288,8 @@ HWY_INLINE void UnpackWholeBytes(const uint8_t* packed, int64_t bytes, uint8_t* 
 #if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX2
   constexpr bool kLookup = kSigned || kOffset;  // value_of's lookup
   if (bytes >= kWideUnpackBytes) {
-    b = UnpackWholeBytesWide<kBits, kLookup>(packed, bytes, codes, CodeValueTable<kBits, kSigned>(offset).raw);
+    b = UnpackWholeBytesWide<kBits, kLookup, kLessRow>(packed, bytes, codes, CodeValueTable<kBits, kSigned>(offset).raw,
+                                                       less);
   }
 #endif
   if constexpr (kBits == 4) {
@@ -276,8 +298,8 @@ HWY_INLINE void UnpackWholeBytes(const uint8_t* packed, int64_t bytes, uint8_t* 
       const auto v = hn::LoadU(d8, packed + b);
       const auto lo = value_of(hn::And(v, mask));
       const auto hi = value_of(hn::And(hn::ShiftRight<4>(v), mask));
-      hn::StoreU(hn::InterleaveLower(d8, lo, hi), d8, codes + 2 * b);
-      hn::StoreU(hn::InterleaveUpper(d8, lo, hi), d8, codes + 2 * b + 16);
+      store(hn::InterleaveLower(d8, lo, hi), 2 * b);
+      store(hn::InterleaveUpper(d8, lo, hi), 2 * b + 16);
     }
   } else {
     const hn::Full128<uint16_t> d16;
@@ -292,16 +314,17 @@ HWY_INLINE void UnpackWholeBytes(const uint8_t* packed, int64_t bytes, uint8_t* 
       const auto c01u = hn::BitCast(d16, hn::InterleaveUpper(d8, c0, c1));
       const auto c23l = hn::BitCast(d16, hn::InterleaveLower(d8, c2, c3));
       const auto c23u = hn::BitCast(d16, hn::InterleaveUpper(d8, c2, c3));
-      uint8_t* o = codes + 4 * b;
-      hn::StoreU(hn::BitCast(d8, hn::InterleaveLower(d16, c01l, c23l)), d8, o);
-      hn::StoreU(hn::BitCast(d8, hn::InterleaveUpper(d16, c01l, c23l)), d8, o + 16);
-      hn::StoreU(hn::BitCast(d8, hn::InterleaveLower(d16, c01u, c23u)), d8, o + 32);
-      hn::StoreU(hn::BitCast(d8, hn::InterleaveUpper(d16, c01u, c23u)), d8, o + 48);
+      const int64_t o = 4 * b;
+      store(hn::BitCast(d8, hn::InterleaveLower(d16, c01l, c23l)), o);
+      store(hn::BitCast(d8, hn::InterleaveUpper(d16, c01l, c23l)), o + 16);
+      store(hn::BitCast(d8, hn::InterleaveLower(d16, c01u, c23u)), o + 32);
+      store(hn::BitCast(d8, hn::InterleaveUpper(d16, c01u, c23u)), o + 48);
     }
   }
   if (b < bytes) {
     constexpr int kPerByte = 8 / kBits;
-    UnpackCodesScalar<kBits, kSigned>(packed + b, 0, (bytes - b) * kPerByte, codes + b * kPerByte, offset);
+    UnpackCodesScalar<kBits, kSigned>(packed + b, 0, (bytes - b) * kPerByte, codes + b * kPerByte, offset,
+                                      kLessRow ? less + b * kPerByte : nullptr);
   }
 }
 
@@ -354,6 +377,22 @@ HWY_INLINE void UnpackCodes(const uint8_t* packed, int64_t first, int64_t count,
   UnpackWholeBytes<kBits, kSigned, kOffset>(packed + (first + lead) / kPerByte, bytes, codes + lead, offset);
   const int64_t done = lead + bytes * kPerByte;
   if (done < count) UnpackCodesScalar<kBits, kSigned>(packed, first + done, count - done, codes + done, offset);
+}
+
+/// UnpackCodes with each value less less[i] (modulo 2^8) in the same pass: x's codes less a row of
+/// unpacked zero points.
+template <int kBits, bool kSigned>
+HWY_INLINE void UnpackCodesLess(const uint8_t* packed, int64_t first, int64_t count, const uint8_t* less,
+                                uint8_t* codes) {
+  CheckPackedWidth<kBits>();
+  constexpr int kPerByte = 8 / kBits;
+  const int64_t lead = std::min<int64_t>(count, (kPerByte - first % kPerByte) % kPerByte);
+  if (lead > 0) UnpackCodesScalar<kBits, kSigned>(packed, first, lead, codes, 0, less);
+  const int64_t bytes = (count - lead) / kPerByte;
+  UnpackWholeBytes<kBits, kSigned, false, true>(packed + (first + lead) / kPerByte, bytes, codes + lead, 0,
+                                                less + lead);
+  const int64_t done = lead + bytes * kPerByte;
+  if (done < count) UnpackCodesScalar<kBits, kSigned>(packed, first + done, count - done, codes + done, 0, less + done);
 }
 
 /// Packs 4·Lanes codes of kBits (2 or 4) bits, int32 lanes already in the output's range, in ONNX
