@@ -373,9 +373,41 @@ void CheckPacking() {
   }
 }
 
+/// UnpackCodesLess (x's codes less a row of zero points, in one pass) against unpack_codes and a
+/// byte subtraction: every start within a byte, short counts and counts past the full-width loop's
+/// minimum, signed and unsigned, with nothing written past the count.
+template <int kBits, bool kSigned>
+void CheckUnpackCodesLess() {
+  constexpr int64_t kPerByte = 8 / kBits;
+  std::mt19937 rng(kBits * 2 + (kSigned ? 1 : 0));
+  std::vector<uint8_t> packed(600);
+  for (uint8_t& b : packed) b = static_cast<uint8_t>(rng());
+  const int64_t most = 512 * kPerByte + 7;
+  std::vector<uint8_t> less(static_cast<size_t>(most));
+  for (uint8_t& b : less) b = static_cast<uint8_t>(rng());
+  for (int64_t first = 0; first < 2 * kPerByte; ++first) {
+    for (const int64_t count : {int64_t{0}, int64_t{1}, int64_t{5}, int64_t{33}, int64_t{130}, 256 * kPerByte - 1,
+                                256 * kPerByte, 256 * kPerByte + 3, most - 2 * kPerByte}) {
+      std::vector<uint8_t> got(static_cast<size_t>(most), 0xEE), expected(static_cast<size_t>(most), 0xEE);
+      UnpackCodesLess<kBits, kSigned>(packed.data(), first, count, less.data(), got.data());
+      unpack_codes(packed.data(), kBits, first, count, expected.data());
+      for (int64_t i = 0; i < count; ++i) {
+        const int value = kSigned ? sign_extend(expected[i], kBits) : expected[i];
+        expected[i] = static_cast<uint8_t>(value - less[i]);
+      }
+      ASSERT_EQ(got, expected) << kBits << "-bit " << (kSigned ? "signed " : "") << "UnpackCodesLess from " << first
+                               << ", " << count << " codes";
+    }
+  }
+}
+
 void TestPackAndUnpackEveryPattern() {
   CheckPacking<4>();
   CheckPacking<2>();
+  CheckUnpackCodesLess<4, true>();
+  CheckUnpackCodesLess<4, false>();
+  CheckUnpackCodesLess<2, true>();
+  CheckUnpackCodesLess<2, false>();
 }
 
 /// StorePacked4 (the in-register packers) on every code pattern, from unsigned codes and from the

@@ -860,7 +860,7 @@ HWY_NOINLINE void DequantizeGeneral(const DequantizeCall& c, void* y, int64_t be
   // chunk is one segment (rows of kChunk or more): x is unpacked less its zero points in one pass
   // (UnpackCodesLess) instead of the chunk unpacked, then the zero points subtracted in a second
   // pass over the bytes. Chunks of shorter rows keep the two passes: unpacked row by row, rows of
-  // 256 took 1.2-1.3x the time (the short loops' exits and set-up per row).
+  // 256 took 1.16-1.35x the time (the short loops' exits and set-up per row).
   const bool fuse_zero_point_row =
       kBits < 8 && IsIntegerIn(X) && expand && c.zero_point != nullptr && !c.x_one_per_byte && kFuseZeroPointRow;
   bool fuse_chunk = false;
