@@ -373,7 +373,7 @@ void CheckPacking() {
   }
 }
 
-/// UnpackCodesLess (x's codes less a row of zero points, in one pass) against unpack_codes and a
+/// UnpackCodes with kLessRow (x's codes less a row of zero points, in one pass) against unpack_codes and a
 /// byte subtraction: every start within a byte, short counts and counts past the full-width loop's
 /// minimum, signed and unsigned, with nothing written past the count.
 template <int kBits, bool kSigned>
@@ -389,14 +389,14 @@ void CheckUnpackCodesLess() {
     for (const int64_t count : {int64_t{0}, int64_t{1}, int64_t{5}, int64_t{33}, int64_t{130}, 256 * kPerByte - 1,
                                 256 * kPerByte, 256 * kPerByte + 3, most - 2 * kPerByte}) {
       std::vector<uint8_t> got(static_cast<size_t>(most), 0xEE), expected(static_cast<size_t>(most), 0xEE);
-      UnpackCodesLess<kBits, kSigned>(packed.data(), first, count, less.data(), got.data());
+      UnpackCodes<kBits, kSigned, false, true>(packed.data(), first, count, got.data(), 0, less.data());
       unpack_codes(packed.data(), kBits, first, count, expected.data());
       for (int64_t i = 0; i < count; ++i) {
         const int value = kSigned ? sign_extend(expected[i], kBits) : expected[i];
         expected[i] = static_cast<uint8_t>(value - less[i]);
       }
-      ASSERT_EQ(got, expected) << kBits << "-bit " << (kSigned ? "signed " : "") << "UnpackCodesLess from " << first
-                               << ", " << count << " codes";
+      ASSERT_EQ(got, expected) << kBits << "-bit " << (kSigned ? "signed " : "") << "UnpackCodes less a row from "
+                               << first << ", " << count << " codes";
     }
   }
 }

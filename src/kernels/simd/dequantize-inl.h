@@ -797,9 +797,6 @@ HWY_NOINLINE void DequantizeFloat4Blocks(const DequantizeCall& c, void* y, int64
 }
 #endif
 
-/// Whether DequantizeGeneral unpacks 2/4-bit x less a row of zero points in one pass.
-constexpr bool kFuseZeroPointRow = true;
-
 /// Elements [begin, end) (begin a multiple of 4) of any plan, chunk by chunk; `stream`: y's whole
 /// lines with non-temporal stores. Out of line: the kernel calls it for up to three ranges, and each
 /// inlined copy would be the whole general path again.
@@ -858,12 +855,11 @@ HWY_NOINLINE void DequantizeGeneral(const DequantizeCall& c, void* y, int64_t be
   HWY_ALIGN ExpandedParams storage;  // 12 KiB of stack
   // Packed 2/4-bit x with a row of zero points read in place (blocks along an outer axis), where a
   // chunk is one segment (rows of kChunk or more): x is unpacked less its zero points in one pass
-  // (UnpackCodesLess) instead of the chunk unpacked, then the zero points subtracted in a second
+  // (UnpackCodes' kLessRow) instead of the chunk unpacked, then the zero points subtracted in a second
   // pass over the bytes. Chunks of shorter rows keep the two passes: unpacked row by row, rows of
   // 256 took 1.16-1.35x the time (the short loops' exits and set-up per row).
   const bool fuse_zero_point_row =
-      kBits < 8 && IsIntegerIn(X) && expand && c.zero_point != nullptr && !c.x_one_per_byte && kFuseZeroPointRow;
-  bool fuse_chunk = false;
+      kBits < 8 && IsIntegerIn(X) && expand && c.zero_point != nullptr && !c.x_one_per_byte;
   // A row-tile task (c.columns, from RowTileTasks: blocks along an outer axis) goes tile by tile
   // across its rows, so that a tile's scales (and unpacked zero points) are read from L1 for each.
   const bool tiles = c.columns.set();
@@ -879,6 +875,7 @@ HWY_NOINLINE void DequantizeGeneral(const DequantizeCall& c, void* y, int64_t be
       PrefetchIntoL2(reinterpret_cast<uintptr_t>(c.x) + static_cast<uintptr_t>((chunk + c.plan.inner) * x_bits / 8),
                      static_cast<uintptr_t>((chunk_end - chunk) * x_bits / 8));
     }
+    const bool fuse_chunk = fuse_zero_point_row && cursor.peek(chunk, chunk_end).count == chunk_end - chunk;
     const PieceOutput piece(stage, stream, OutputAt<Y>(y, chunk));
     const auto finish = [&] { piece.Finish(static_cast<size_t>((chunk_end - chunk) * kOutputBytesPer<Y>)); };
     void* const out = piece.Out();  // output element e at out[e - out_base]
@@ -894,7 +891,6 @@ HWY_NOINLINE void DequantizeGeneral(const DequantizeCall& c, void* y, int64_t be
           continue;
         }
       }
-      fuse_chunk = fuse_zero_point_row && cursor.peek(chunk, chunk_end).count == chunk_end - chunk;
       if (!fuse_chunk) XCodes<X>(c, chunk, chunk_end - chunk, codes);
     }
     if (expand) {
@@ -914,8 +910,8 @@ HWY_NOINLINE void DequantizeGeneral(const DequantizeCall& c, void* y, int64_t be
                   zero_point_count = s.count;
                 }
                 if (fuse_chunk) {
-                  UnpackCodesLess<kBits, IsSignedIn(X)>(static_cast<const uint8_t*>(c.x), at, s.count, zero_point_codes,
-                                                        codes + (at - chunk));
+                  UnpackCodes<kBits, IsSignedIn(X), false, true>(static_cast<const uint8_t*>(c.x), at, s.count,
+                                                                 codes + (at - chunk), 0, zero_point_codes);
                 } else {
                   SubtractBytesInPlace(codes + (at - chunk), zero_point_codes, s.count);
                 }

@@ -364,35 +364,25 @@ HWY_INLINE void ExpandCodesOnePerByte(const uint8_t* items, int64_t count, uint8
 }
 
 /// Unpacks codes [first, first + count) of a packed 2/4-bit array into one value per byte, as
-/// UnpackWholeBytes does (kOffset: less `offset`): the whole bytes vectorised, a partial byte at
-/// either end through unpack_codes.
-template <int kBits, bool kSigned = false, bool kOffset = false>
-HWY_INLINE void UnpackCodes(const uint8_t* packed, int64_t first, int64_t count, uint8_t* codes, uint8_t offset = 0) {
+/// UnpackWholeBytes does (kOffset: less `offset`; kLessRow: less less[i], x's codes less a row of
+/// unpacked zero points, in the same pass): the whole bytes vectorised, a partial byte at either end
+/// through unpack_codes.
+template <int kBits, bool kSigned = false, bool kOffset = false, bool kLessRow = false>
+HWY_INLINE void UnpackCodes(const uint8_t* packed, int64_t first, int64_t count, uint8_t* codes, uint8_t offset = 0,
+                            const uint8_t* less = nullptr) {
   CheckPackedWidth<kBits>();
   constexpr int kPerByte = 8 / kBits;
   if constexpr (!kOffset) offset = 0;
+  if constexpr (!kLessRow) less = nullptr;
+  const auto less_from = [&](int64_t i) QDQ_INLINE_LAMBDA { return kLessRow ? less + i : nullptr; };
   const int64_t lead = std::min<int64_t>(count, (kPerByte - first % kPerByte) % kPerByte);
-  if (lead > 0) UnpackCodesScalar<kBits, kSigned>(packed, first, lead, codes, offset);
+  if (lead > 0) UnpackCodesScalar<kBits, kSigned>(packed, first, lead, codes, offset, less);
   const int64_t bytes = (count - lead) / kPerByte;
-  UnpackWholeBytes<kBits, kSigned, kOffset>(packed + (first + lead) / kPerByte, bytes, codes + lead, offset);
+  UnpackWholeBytes<kBits, kSigned, kOffset, kLessRow>(packed + (first + lead) / kPerByte, bytes, codes + lead, offset,
+                                                      less_from(lead));
   const int64_t done = lead + bytes * kPerByte;
-  if (done < count) UnpackCodesScalar<kBits, kSigned>(packed, first + done, count - done, codes + done, offset);
-}
-
-/// UnpackCodes with each value less less[i] (modulo 2^8) in the same pass: x's codes less a row of
-/// unpacked zero points.
-template <int kBits, bool kSigned>
-HWY_INLINE void UnpackCodesLess(const uint8_t* packed, int64_t first, int64_t count, const uint8_t* less,
-                                uint8_t* codes) {
-  CheckPackedWidth<kBits>();
-  constexpr int kPerByte = 8 / kBits;
-  const int64_t lead = std::min<int64_t>(count, (kPerByte - first % kPerByte) % kPerByte);
-  if (lead > 0) UnpackCodesScalar<kBits, kSigned>(packed, first, lead, codes, 0, less);
-  const int64_t bytes = (count - lead) / kPerByte;
-  UnpackWholeBytes<kBits, kSigned, false, true>(packed + (first + lead) / kPerByte, bytes, codes + lead, 0,
-                                                less + lead);
-  const int64_t done = lead + bytes * kPerByte;
-  if (done < count) UnpackCodesScalar<kBits, kSigned>(packed, first + done, count - done, codes + done, 0, less + done);
+  if (done < count)
+    UnpackCodesScalar<kBits, kSigned>(packed, first + done, count - done, codes + done, offset, less_from(done));
 }
 
 /// Packs 4·Lanes codes of kBits (2 or 4) bits, int32 lanes already in the output's range, in ONNX
